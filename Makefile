@@ -1,0 +1,34 @@
+# make run   - install into .venv (embedded models, no download) and open the UI on http://127.0.0.1:7860
+# make test  - install with the test tools and run ruff, mypy and the whole pytest suite
+PYTHON ?= python3
+VENV ?= .venv
+VENV_PY := $(VENV)/bin/python
+ARGS ?=
+INSTALL_INPUTS := pyproject.toml facefusion_ui/installer.py
+
+.PHONY: install install-test run test lint clean
+
+$(VENV)/.installed: $(INSTALL_INPUTS)
+	$(PYTHON) -m facefusion_ui.installer --venv $(VENV) --quiet
+	touch $@
+
+$(VENV)/.installed-test: $(INSTALL_INPUTS)
+	$(PYTHON) -m facefusion_ui.installer --venv $(VENV) --extras test --quiet
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+run: install
+	$(VENV_PY) run.py $(ARGS)
+
+lint: install-test
+	$(VENV_PY) -m ruff check .
+	$(VENV_PY) -m ruff format --check .
+	$(VENV_PY) -m mypy
+
+test: lint
+	$(VENV_PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

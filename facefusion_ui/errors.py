@@ -1,0 +1,79 @@
+"""User-facing errors. Each message says what was wrong and what to do; the CLI prints it on one line.
+
+``exit_code`` follows the CLI contract: 2 for a user mistake, 1 for an internal or environment failure.
+``transient`` tells the job queue whether a retry can help.
+"""
+
+from __future__ import annotations
+
+
+class FacefusionError(Exception):
+    """Base class: a failure with a message a person can act on."""
+
+    exit_code = 1
+    transient = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(FacefusionError):
+    """A bad command line: unknown option, bad value, missing argument."""
+
+    exit_code = 2
+
+
+class SettingsError(UsageError):
+    """A setting with an unknown key or a value outside its allowed choices or range."""
+
+
+class PresetError(UsageError):
+    """A preset file that is missing, unreadable or holds an unknown key or a bad value."""
+
+
+class InputError(UsageError):
+    """A source, target or output the user gave that cannot be used (missing, unreadable, no face)."""
+
+
+class ModelError(FacefusionError):
+    """A model that is missing, corrupt or cannot be loaded; the message names the command to fix it."""
+
+    exit_code = 2
+
+
+class DependencyError(FacefusionError):
+    """A program or package the tool needs (ffmpeg, onnxruntime...) is missing or broken."""
+
+
+class PluginError(FacefusionError):
+    """A processor plugin that cannot be loaded or does not follow the Processor protocol."""
+
+
+class OutOfMemory(FacefusionError):
+    """Memory ran out (GPU or CPU); retrying with a lighter preset or smaller chunks can help."""
+
+    transient = True
+
+
+class FfmpegError(FacefusionError):
+    """ffmpeg failed; the message carries the last lines of its stderr."""
+
+    transient = True
+
+
+class JobError(FacefusionError):
+    """A job cannot be queued, found or changed in its current state."""
+
+    exit_code = 2
+
+
+class CancelledError(FacefusionError):
+    """The job was cancelled by the user."""
+
+
+class NotAvailableError(FacefusionError):
+    """A command that this version does not provide yet."""

@@ -1,0 +1,108 @@
+"""Memory presets: read and validate ``presets/*.toml``, and suggest one from this machine's memory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.errors import PresetError, SettingsError
+from facefusion_ui.state_manager import validate_item
+from facefusion_ui.types import PresetName, choices
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+PRESET_KEYS = (
+    "fp16",
+    "video_chunk_size",
+    "face_cache_limit",
+    "face_cache_lifetime",
+    "frame_queue_size",
+    "execution_threads",
+    "max_concurrent_jobs",
+    "release_models",
+    "memory_threshold_mb",
+)
+"""The settings a preset may set; every preset file sets all of them."""
+
+LIGHTWEIGHT_GPU_MB = 4096
+LIGHTWEIGHT_RAM_MB = 8192
+STRICT_RAM_MB = 4096
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    values: dict[str, Any]
+    path: Path
+
+
+def presets_dir() -> Path:
+    """``FACEFUSION_UI_PRESETS`` or the ``presets/`` folder of the checkout."""
+    override = os.environ.get("FACEFUSION_UI_PRESETS")
+    return Path(override) if override else Path(__file__).resolve().parent.parent / "presets"
+
+
+def preset_names() -> tuple[str, ...]:
+    return choices(PresetName)
+
+
+def parse_preset(name: str, text: str, path: Path) -> Preset:
+    """Validate the TOML ``text`` of a preset; errors name the file and the key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PresetError(f"preset file {path} is not valid TOML ({error}): fix or restore it") from error
+    description = data.pop("description", "")
+    if not isinstance(description, str):
+        raise PresetError(f"preset file {path}: 'description' must be a string")
+    unknown = sorted(set(data) - set(PRESET_KEYS))
+    if unknown:
+        raise PresetError(
+            f"preset file {path}: unknown key '{unknown[0]}' (allowed: {', '.join(PRESET_KEYS)})"
+        )
+    missing = [key for key in PRESET_KEYS if key not in data]
+    if missing:
+        raise PresetError(f"preset file {path}: missing key '{missing[0]}'")
+    values: dict[str, Any] = {}
+    for key in PRESET_KEYS:
+        try:
+            values[key] = validate_item(key, data[key])
+        except SettingsError as error:
+            raise PresetError(f"preset file {path}: {error}") from error
+    return Preset(name=name, description=description, values=values, path=path)
+
+
+def load_preset(name: str, folder: Path | None = None) -> Preset:
+    if name not in preset_names():
+        raise PresetError(f"unknown preset '{name}': choose one of {', '.join(preset_names())}")
+    path = (folder or presets_dir()) / f"{name}.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise PresetError(f"preset file {path} cannot be read ({error.strerror}): restore it") from error
+    return parse_preset(name, text, path)
+
+
+def load_presets(folder: Path | None = None) -> list[Preset]:
+    return [load_preset(name, folder) for name in preset_names()]
+
+
+def suggest_preset(gpu_total_mb: int | None, ram_total_mb: int) -> PresetName:
+    """Pick a preset from detected memory: a 4 GB GPU (or a small machine) gets lightweight.
+
+    ``gpu_total_mb`` is None when no GPU was found; then system memory decides alone.
+    """
+    if ram_total_mb < STRICT_RAM_MB:
+        return "strict"
+    if gpu_total_mb is not None and gpu_total_mb <= LIGHTWEIGHT_GPU_MB:
+        return "lightweight"
+    if ram_total_mb <= LIGHTWEIGHT_RAM_MB:
+        return "lightweight"
+    return "balanced"

@@ -1,0 +1,1 @@
+"""Frame processors: the Processor protocol, the registry of built-ins and plugins, and the built-ins."""

@@ -1,0 +1,353 @@
+"""Typed settings: one frozen ``Settings`` dataclass, validated on every change.
+
+Settings are built from defaults <- preset <- config <- CLI/UI edits through a ``StateManager``. Code
+below the CLI and the UI never reads a global: it receives ``snapshot()``, a frozen ``Settings`` that
+round-trips through JSON exactly, so a queued job keeps the settings it was queued with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.errors import SettingsError
+from facefusion_ui.types import (
+    ExecutionProvider,
+    FaceDetectorModel,
+    FaceEnhancerModel,
+    FaceLandmarkerModel,
+    FaceRecognizerModel,
+    FaceSelectorMode,
+    FaceSelectorOrder,
+    FaceSwapperModel,
+    Fp16Mode,
+    PresetName,
+    ReleasePolicy,
+    TempFrameFormat,
+    VideoEncoder,
+    VideoPreset,
+    choices,
+)
+
+_NAME = re.compile(r"^[a-z][a-z0-9_.\-]*$")
+
+
+def _fail(key: str, value: Any, allowed: str) -> SettingsError:
+    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}")
+
+
+class Rule:
+    """How one setting is checked, and how it is typed on the command line."""
+
+    def __call__(self, key: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    def cli_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``argparse.add_argument`` (type, choices, nargs, action)."""
+        return {}
+
+
+@dataclass(frozen=True)
+class OneOf(Rule):
+    values: tuple[str, ...]
+    optional: bool = False
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if value not in self.values:
+            raise _fail(key, value, ", ".join(self.values) + (" or none" if self.optional else ""))
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"choices": self.values}
+
+
+@dataclass(frozen=True)
+class WholeNumber(Rule):
+    low: int
+    high: int
+    optional: bool = False
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
+            allowed = f"a whole number from {self.low} to {self.high}" + (" or none" if self.optional else "")
+            raise _fail(key, value, allowed)
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"type": int, "metavar": "N"}
+
+
+@dataclass(frozen=True)
+class Number(Rule):
+    low: float
+    high: float
+    optional: bool = False
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not self.low <= value <= self.high
+        ):
+            allowed = f"a number from {self.low:g} to {self.high:g}" + (" or none" if self.optional else "")
+            raise _fail(key, value, allowed)
+        return float(value)
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"type": float, "metavar": "X"}
+
+
+class Flag(Rule):
+    def __call__(self, key: str, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise _fail(key, value, "true or false")
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"action": "store_true"}
+
+
+@dataclass(frozen=True)
+class Names(Rule):
+    """A non-empty list of distinct names from ``values`` or, when empty (plugins), any lowercase name."""
+
+    values: tuple[str, ...] = ()
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if isinstance(value, str) or not isinstance(value, Iterable):
+            raise _fail(key, value, "a list of names")
+        items = tuple(value)
+        allowed = ", ".join(self.values) if self.values else "lowercase names"
+        if not items or len(set(items)) != len(items):
+            raise _fail(key, value, f"one or more distinct names from {allowed}")
+        for item in items:
+            valid = item in self.values if self.values else isinstance(item, str) and bool(_NAME.match(item))
+            if not valid:
+                raise _fail(key, item, allowed)
+        return items
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"nargs": "+", **({"choices": self.values} if self.values else {"metavar": "NAME"})}
+
+
+class ChunkSize(Rule):
+    def __call__(self, key: str, value: Any) -> Any:
+        if value == "auto":
+            return value
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 86400:
+            raise _fail(key, value, "'auto' or a whole number of seconds from 1 to 86400")
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"metavar": "SECONDS|auto"}
+
+
+def one_of(values: tuple[str, ...], optional: bool = False) -> Rule:
+    return OneOf(values, optional)
+
+
+def whole_number(low: int, high: int, optional: bool = False) -> Rule:
+    return WholeNumber(low, high, optional)
+
+
+def number(low: float, high: float, optional: bool = False) -> Rule:
+    return Number(low, high, optional)
+
+
+flag = Flag()
+chunk_size = ChunkSize()
+
+
+def names(values: tuple[str, ...] | None) -> Rule:
+    return Names(values or ())
+
+
+def _setting(default: Any, validator: Rule, help_text: str) -> Any:
+    return field(default=default, metadata={"validate": validator, "help": help_text})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the tool. Frozen: change it through ``StateManager`` or ``with_items``."""
+
+    preset: PresetName = _setting("balanced", one_of(choices(PresetName)), "memory preset")
+    processors: tuple[str, ...] = _setting(("face_swapper",), names(None), "processors applied in order")
+    face_detector_model: FaceDetectorModel = _setting(
+        "dlib_hog", one_of(choices(FaceDetectorModel)), "face detector"
+    )
+    face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
+    face_detector_score: float = _setting(0.5, number(0.0, 1.0), "minimum detection confidence")
+    face_detector_upsample: int = _setting(1, whole_number(0, 3), "dlib upsampling steps for small faces")
+    face_landmarker_model: FaceLandmarkerModel = _setting(
+        "dlib_68", one_of(choices(FaceLandmarkerModel)), "face landmarker"
+    )
+    face_recognizer_model: FaceRecognizerModel = _setting(
+        "dlib_resnet", one_of(choices(FaceRecognizerModel)), "face recognizer"
+    )
+    face_swapper_model: FaceSwapperModel = _setting(
+        "mesh_warp", one_of(choices(FaceSwapperModel)), "face swapper model"
+    )
+    face_enhancer_model: FaceEnhancerModel = _setting(
+        "gfpgan_1.4", one_of(choices(FaceEnhancerModel)), "face enhancer model"
+    )
+    face_enhancer_blend: int = _setting(80, whole_number(0, 100), "enhanced face weight in percent")
+    face_selector_mode: FaceSelectorMode = _setting(
+        "many", one_of(choices(FaceSelectorMode)), "faces to swap"
+    )
+    face_selector_order: FaceSelectorOrder = _setting(
+        "large-small", one_of(choices(FaceSelectorOrder)), "face order for 'one' and positions"
+    )
+    reference_face_position: int = _setting(0, whole_number(0, 1000), "reference face index in its frame")
+    reference_frame_number: int = _setting(0, whole_number(0, 10**9), "frame holding the reference face")
+    reference_face_distance: float | None = _setting(
+        None, number(0.0, 4.0, optional=True), "same-person distance, recognizer's scale (none: its default)"
+    )
+    face_recognition_score: float | None = _setting(
+        None, number(0.0, 4.0, optional=True), "identity-cache match distance (none: recognizer default)"
+    )
+    face_cache_limit: int = _setting(100, whole_number(1, 100000), "identities kept in the cache")
+    face_cache_lifetime: float = _setting(20.0, number(0.0, 86400.0), "seconds of video an identity lives")
+    face_mask_blur: float = _setting(0.3, number(0.0, 1.0), "paste-back mask feathering")
+    video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")
+    video_temp_frame_format: TempFrameFormat | None = _setting(
+        None, one_of(choices(TempFrameFormat), optional=True), "write frames to disk (none: stream)"
+    )
+    keep_temp: bool = _setting(False, flag, "keep the work directory after success")
+    fp16: Fp16Mode = _setting("auto", one_of(choices(Fp16Mode)), "half-precision models")
+    frame_queue_size: int = _setting(32, whole_number(1, 1024), "frames buffered between stages")
+    execution_providers: tuple[ExecutionProvider, ...] = _setting(
+        ("cpu",), names(choices(ExecutionProvider)), "onnxruntime providers, in order of preference"
+    )
+    execution_device_id: int = _setting(0, whole_number(0, 64), "GPU index")
+    execution_threads: int = _setting(2, whole_number(1, 128), "frame workers and intra-op threads")
+    max_concurrent_jobs: int = _setting(2, whole_number(1, 64), "jobs run at once by one worker process")
+    release_models: ReleasePolicy = _setting("never", one_of(choices(ReleasePolicy)), "when to free models")
+    memory_threshold_mb: int = _setting(1024, whole_number(0, 10**7), "free memory needed to start a job")
+    trim_frame_start: int | None = _setting(None, whole_number(0, 10**9, optional=True), "first frame")
+    trim_frame_end: int | None = _setting(None, whole_number(1, 10**9, optional=True), "frame after the last")
+    output_video_encoder: VideoEncoder = _setting(
+        "libx264", one_of(choices(VideoEncoder)), "ffmpeg video encoder"
+    )
+    output_video_quality: int = _setting(80, whole_number(0, 100), "video quality, 100 is best")
+    output_video_preset: VideoPreset = _setting("veryfast", one_of(choices(VideoPreset)), "encoder speed")
+    output_image_quality: int = _setting(90, whole_number(0, 100), "image quality, 100 is best")
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = item.metadata["validate"](item.name, getattr(self, item.name))
+            object.__setattr__(self, item.name, value)
+        if (
+            self.trim_frame_start is not None
+            and self.trim_frame_end is not None
+            and self.trim_frame_end <= self.trim_frame_start
+        ):
+            raise SettingsError(
+                f"trim_frame_end ({self.trim_frame_end}) must be greater than "
+                f"trim_frame_start ({self.trim_frame_start})"
+            )
+
+    def with_items(self, **values: Any) -> Settings:
+        unknown = sorted(set(values) - set(setting_keys()))
+        if unknown:
+            raise unknown_key_error(unknown[0])
+        return dataclasses.replace(self, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {item.name: _jsonable(getattr(self, item.name)) for item in dataclasses.fields(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Settings:
+        unknown = sorted(set(values) - set(setting_keys()))
+        if unknown:
+            raise unknown_key_error(unknown[0])
+        return cls(**dict(values))
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        return cls.from_dict(json.loads(text))
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def setting_keys() -> tuple[str, ...]:
+    return tuple(item.name for item in dataclasses.fields(Settings))
+
+
+def setting_help(key: str) -> str:
+    return str(_field(key).metadata["help"])
+
+
+def _field(key: str) -> dataclasses.Field[Any]:
+    for item in dataclasses.fields(Settings):
+        if item.name == key:
+            return item
+    raise unknown_key_error(key)
+
+
+def unknown_key_error(key: str) -> SettingsError:
+    return SettingsError(f"unknown setting '{key}': known settings are {', '.join(setting_keys())}")
+
+
+def setting_rule(key: str) -> Rule:
+    rule: Rule = _field(key).metadata["validate"]
+    return rule
+
+
+def validate_item(key: str, value: Any) -> Any:
+    """Check one value against its setting's rule and return it normalised (lists become tuples)."""
+    return _field(key).metadata["validate"](key, value)
+
+
+class StateManager:
+    """The mutable front of the settings, owned by the CLI or the UI (one per process, not global)."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self._lock = threading.Lock()
+        self._settings = settings or Settings()
+
+    def get_item(self, key: str) -> Any:
+        _field(key)
+        return getattr(self._settings, key)
+
+    def set_item(self, key: str, value: Any) -> None:
+        validated = validate_item(key, value)
+        with self._lock:
+            self._settings = self._settings.with_items(**{key: validated})
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Set several items at once: all are applied or, on the first bad one, none."""
+        with self._lock:
+            self._settings = self._settings.with_items(**dict(values))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._settings = Settings()
+
+    def apply_preset(self, name: str, presets_dir: Path | None = None) -> None:
+        """Apply the values of ``presets/NAME.toml`` and record the preset's name."""
+        from facefusion_ui.presets import load_preset  # presets validates through this module
+
+        preset = load_preset(name, presets_dir)
+        self.update({**preset.values, "preset": preset.name})
+
+    def snapshot(self) -> Settings:
+        return self._settings

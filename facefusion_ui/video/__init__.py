@@ -1,0 +1,1 @@
+"""Video: the ffmpeg binary and pure command builders, probing, streaming reader/writer, chunks."""

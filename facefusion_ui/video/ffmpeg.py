@@ -1,0 +1,56 @@
+"""Which ffmpeg to run: ``FACEFUSION_UI_FFMPEG``, else the system's, else imageio-ffmpeg's static binary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Literal
+
+from facefusion_ui.errors import DependencyError
+
+FfmpegSource = Literal["environment", "system", "imageio-ffmpeg"]
+
+
+@dataclass(frozen=True)
+class FfmpegBinary:
+    path: str
+    source: FfmpegSource
+
+
+def resolve_ffmpeg(search_path: str | None = None, override: str | None = None) -> FfmpegBinary:
+    """Find ffmpeg. ``search_path`` defaults to ``PATH``; ``override`` to ``FACEFUSION_UI_FFMPEG``."""
+    override = override if override is not None else os.environ.get("FACEFUSION_UI_FFMPEG")
+    if override:
+        if not os.access(override, os.X_OK):
+            raise DependencyError(
+                f"FACEFUSION_UI_FFMPEG points to {override}, which is not an executable file: fix or unset it"
+            )
+        return FfmpegBinary(override, "environment")
+    system = shutil.which("ffmpeg", path=search_path if search_path is not None else os.environ.get("PATH"))
+    if system:
+        return FfmpegBinary(system, "system")
+    try:
+        import imageio_ffmpeg
+
+        return FfmpegBinary(str(imageio_ffmpeg.get_ffmpeg_exe()), "imageio-ffmpeg")
+    except (ImportError, RuntimeError) as error:
+        raise DependencyError(
+            "ffmpeg was not found: install it (apt-get install ffmpeg, brew install ffmpeg) "
+            "or reinstall facefusion_ui so that imageio-ffmpeg provides one"
+        ) from error
+
+
+def ffmpeg_version(binary: FfmpegBinary) -> str:
+    """The first line of ``ffmpeg -version`` (e.g. ``ffmpeg version 7.1 ...``)."""
+    try:
+        completed = subprocess.run(
+            [binary.path, "-hide_banner", "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise DependencyError(f"ffmpeg at {binary.path} does not run ({error}): reinstall it") from error
+    if completed.returncode != 0:
+        raise DependencyError(f"ffmpeg at {binary.path} failed: {completed.stderr.strip()[-300:]}")
+    first_line = completed.stdout.splitlines()[0] if completed.stdout else "unknown version"
+    return first_line.split(" Copyright")[0]

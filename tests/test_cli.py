@@ -1,0 +1,138 @@
+"""The command line: help for every command, presets output, one-line errors with exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from facefusion_ui.cli import main, normalise_argv
+from tests.conftest import RunCli
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["ui"],
+        ["process"],
+        ["batch"],
+        ["batch", "add"],
+        ["batch", "run"],
+        ["worker"],
+        ["models"],
+        ["models", "download"],
+        ["presets"],
+        ["presets", "show"],
+        ["doctor"],
+    ],
+)
+def test_help_for_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    assert "usage: run.py" in capsys.readouterr().out
+
+
+def test_process_help_lists_choices_from_types(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["process", "--help"])
+    out = capsys.readouterr().out
+    assert "{many,one,reference}" in out
+    assert "--video-memory" in out and "--input-video" in out
+    assert "{lightweight,balanced,strict}" in out
+
+
+def test_presets_list_prints_three_presets_with_values(run_cli: RunCli) -> None:
+    completed = run_cli(["presets", "list"])
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[0].split()[:4] == ["preset", "fp16", "chunk_s", "cache"]
+    rows = {line.split()[0]: line.split() for line in lines[1:4]}
+    assert set(rows) == {"lightweight", "balanced", "strict"}
+    assert rows["lightweight"][1:4] == ["on", "30", "32"]
+    assert "after_chunk" in lines[3]
+    assert "suggested for this machine" in lines[-1]
+
+
+def test_presets_show_prints_the_mapping(run_cli: RunCli) -> None:
+    completed = run_cli(["presets", "show", "lightweight"])
+    assert completed.returncode == 0, completed.stderr
+    assert "video_chunk_size = 30" in completed.stdout
+    assert 'release_models = "after_job"' in completed.stdout
+    as_json = json.loads(run_cli(["presets", "show", "strict", "--json"]).stdout)
+    assert as_json["video_chunk_size"] == "auto" and as_json["frame_queue_size"] == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["process", "--bogus"], "unrecognized arguments: --bogus"),
+        (["process", "--face-selector-mode", "all"], "invalid choice: 'all'"),
+        (["process", "--face-detector-score", "abc"], "invalid float value: 'abc'"),
+        (["process", "--face-detector-score", "3"], "'face_detector_score': allowed a number from 0 to 1"),
+        (["presets", "show", "turbo"], "invalid choice: 'turbo'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["process", "--preset", "huge"], "invalid choice: 'huge'"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_code_2(run_cli: RunCli, args: list[str], fragment: str) -> None:
+    completed = run_cli(args)
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith("error: ") and fragment in lines[0]
+    assert "Traceback" not in completed.stderr
+
+
+def test_verbose_adds_the_traceback(run_cli: RunCli) -> None:
+    completed = run_cli(["--verbose", "presets", "show", "strict", "--json", "--bogus"])
+    assert completed.returncode == 2
+    assert "Traceback" in completed.stderr
+
+
+def test_commands_not_built_yet_say_so_plainly(run_cli: RunCli) -> None:
+    completed = run_cli(["worker"])
+    assert completed.returncode == 1
+    assert completed.stdout == ""
+    expected = "error: 'worker' is not available in facefusion_ui 0.1.0 yet: it arrives with the Redis + RQ"
+    assert completed.stderr.strip() == expected + " scale-out"
+
+
+def test_version_reports_ffmpeg_and_providers(run_cli: RunCli) -> None:
+    completed = run_cli(["--version"])
+    assert completed.returncode == 0, completed.stderr
+    out = completed.stdout
+    assert out.startswith("facefusion_ui 0.1.0")
+    assert "ffmpeg: " in out and "CPUExecutionProvider" in out
+    assert "CUDA: " in out
+
+
+def test_doctor_tells_when_cuda_was_requested_but_not_usable(run_cli: RunCli) -> None:
+    completed = run_cli(["doctor", "--execution-providers", "cuda", "cpu", "--json"])
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    cuda = report["requested_providers"][0]
+    assert cuda["provider"] == "cuda"
+    if not cuda["usable"]:  # machines without an NVIDIA GPU (this one and CI)
+        assert cuda["notice"].startswith("CUDA requested but not usable: running on CPU because ")
+    assert report["requested_providers"][1] == {
+        "provider": "cpu",
+        "usable": True,
+        "reason": "always available",
+        "notice": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["ui"]),
+        (["--verbose"], ["--verbose", "ui"]),
+        (["--port", "8000"], ["ui", "--port", "8000"]),
+        (["--help"], ["--help"]),
+        (["presets", "list"], ["presets", "list"]),
+    ],
+)
+def test_no_command_means_ui(argv: list[str], expected: list[str]) -> None:
+    assert normalise_argv(argv) == expected

@@ -1,0 +1,110 @@
+"""Settings: validation of every kind of value, the frozen snapshot and its JSON round trip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from facefusion_ui.errors import SettingsError
+from facefusion_ui.state_manager import Settings, StateManager, setting_keys, validate_item
+
+
+def test_defaults_are_valid_and_frozen() -> None:
+    settings = Settings()
+    assert settings.preset == "balanced"
+    assert settings.face_swapper_model == "mesh_warp"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.fp16 = "off"  # type: ignore[misc]
+
+
+def test_snapshot_round_trips_exactly_through_json() -> None:
+    state = StateManager()
+    state.update(
+        {
+            "processors": ["face_swapper", "face_enhancer"],
+            "execution_providers": ("cuda", "cpu"),
+            "video_chunk_size": "auto",
+            "reference_face_distance": 0.45,
+            "trim_frame_start": 10,
+            "trim_frame_end": 250,
+            "video_temp_frame_format": "png",
+            "keep_temp": True,
+            "face_cache_lifetime": 7.5,
+        }
+    )
+    snapshot = state.snapshot()
+    text = snapshot.to_json()
+    restored = Settings.from_json(text)
+    assert restored == snapshot
+    assert restored.to_json() == text
+    assert restored.processors == ("face_swapper", "face_enhancer")
+    assert json.loads(text)["execution_providers"] == ["cuda", "cpu"]
+
+
+def test_snapshot_is_not_changed_by_later_edits() -> None:
+    state = StateManager()
+    before = state.snapshot()
+    state.set_item("face_cache_limit", 5)
+    assert before.face_cache_limit == 100
+    assert state.snapshot().face_cache_limit == 5
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("fp16", "maybe", "on, off, auto"),
+        ("face_selector_mode", "all", "many, one, reference"),
+        ("face_detector_score", 1.5, "a number from 0 to 1"),
+        ("face_cache_limit", 0, "a whole number from 1 to 100000"),
+        ("face_cache_limit", 2.5, "a whole number"),
+        ("keep_temp", "yes", "true or false"),
+        ("video_chunk_size", 0, "'auto' or a whole number of seconds"),
+        ("execution_providers", ["gpu"], "cuda, tensorrt"),
+        ("execution_providers", [], "one or more distinct names"),
+        ("processors", ["Face Swapper"], "lowercase names"),
+    ],
+)
+def test_set_item_rejects_bad_values_naming_key_and_allowed(key: str, value: object, allowed: str) -> None:
+    state = StateManager()
+    with pytest.raises(SettingsError) as caught:
+        state.set_item(key, value)
+    message = str(caught.value)
+    assert f"'{key}'" in message
+    assert allowed in message
+    assert state.snapshot() == Settings()
+
+
+def test_unknown_key_is_named() -> None:
+    with pytest.raises(SettingsError, match="unknown setting 'face_cach_limit'"):
+        StateManager().set_item("face_cach_limit", 3)
+    with pytest.raises(SettingsError, match="unknown setting 'bogus'"):
+        Settings.from_dict({"bogus": 1})
+
+
+def test_update_is_all_or_nothing() -> None:
+    state = StateManager()
+    with pytest.raises(SettingsError):
+        state.update({"face_cache_limit": 7, "fp16": "never"})
+    assert state.get_item("face_cache_limit") == 100
+
+
+def test_trim_range_must_be_ordered() -> None:
+    with pytest.raises(SettingsError, match="trim_frame_end"):
+        Settings(trim_frame_start=50, trim_frame_end=20)
+
+
+def test_clear_restores_defaults_and_normalises() -> None:
+    state = StateManager()
+    state.set_item("video_chunk_size", "45")
+    assert state.get_item("video_chunk_size") == 45
+    state.clear()
+    assert state.snapshot() == Settings()
+    assert validate_item("execution_providers", ["cpu"]) == ("cpu",)
+
+
+def test_every_setting_has_help_and_survives_round_trip() -> None:
+    settings = Settings()
+    for key in setting_keys():
+        assert Settings.from_dict({key: settings.to_dict()[key]}) == settings
