@@ -107,8 +107,7 @@ def run_presets_list(args: argparse.Namespace) -> int:
     }
     header = ["preset", *[short[key] for key in PRESET_KEYS]]
     rows = [
-        [p.name + (" *" if p.name == suggested else ""), *[str(p.values[key]) for key in PRESET_KEYS]]
-        for p in presets
+        [p.name + (" *" if p.name == suggested else ""), *[str(p.values[key]) for key in PRESET_KEYS]] for p in presets
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:

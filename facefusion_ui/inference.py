@@ -8,15 +8,20 @@ after creating a session and tell the user in plain words.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import DependencyError
+from facefusion_ui.errors import DependencyError, ModelError
 from facefusion_ui.types import ONNX_PROVIDER_NAMES, ExecutionProvider
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -129,3 +134,118 @@ def check_provider(requested: ExecutionProvider, device_id: int = 0) -> Provider
     if onnx_name in used:
         return ProviderCheck(requested, True, "in use")
     return ProviderCheck(requested, False, explain_provider_failure(log_lines))
+
+
+# Session pool -----------------------------------------------------------------------------------------------
+SessionKey = tuple[str, tuple[str, ...], str]
+"""(model name, provider names, precision)."""
+
+
+@dataclass
+class PoolStats:
+    loads: int = 0
+    releases: int = 0
+    hits: int = 0
+
+
+class SessionPool:
+    """ONNX Runtime sessions shared by every job of a process: a model is loaded once (warm start).
+
+    Concurrency policy: onnxruntime documents ``InferenceSession.run`` as safe to call from several
+    threads at once, so each key has one shared session; a lock only guards creation and release, so a
+    model is never loaded twice by two threads racing for it.
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[ExecutionProvider] = ("cpu",),
+        device_id: int = 0,
+        intra_op_threads: int = 0,
+        notify: Any = None,
+    ) -> None:
+        self.providers = tuple(providers)
+        self.device_id = device_id
+        self.intra_op_threads = intra_op_threads
+        self.stats = PoolStats()
+        self.notices: list[str] = []
+        self._notify = notify
+        self._sessions: dict[SessionKey, Any] = {}
+        self._lock = threading.Lock()
+
+    def key(self, name: str, precision: str = "fp32") -> SessionKey:
+        return (name, self.providers, precision)
+
+    def get(self, name: str, path: Path, precision: str = "fp32") -> Any:
+        """The session for ``name`` (loaded from ``path`` the first time)."""
+        key = self.key(name, precision)
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is not None:
+                self.stats.hits += 1
+                return session
+            session = self._create(path)
+            self._sessions[key] = session
+            self.stats.loads += 1
+            return session
+
+    def _create(self, path: Path) -> Any:
+        onnxruntime = onnxruntime_module()
+        options = onnxruntime.SessionOptions()
+        if self.intra_op_threads:
+            options.intra_op_num_threads = self.intra_op_threads
+        wanted = onnx_provider_list(self.providers, self.device_id)
+        with captured_native_stderr() as log_lines:
+            try:
+                session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=wanted)
+            except Exception as error:  # onnxruntime's own exception types
+                detail = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
+                raise ModelError(
+                    f"{path.name} cannot be loaded by onnxruntime ({detail}): verify it with "
+                    "'python run.py models verify' or download it again"
+                ) from error
+        used = set(session.get_providers())
+        for name in self.providers:
+            onnx_name = ONNX_PROVIDER_NAMES[name]
+            if name != "cpu" and onnx_name not in used:
+                self._warn_once(fallback_message(name, explain_provider_failure(log_lines)))
+        return session
+
+    def _warn_once(self, message: str) -> None:
+        if message in self.notices:
+            return
+        self.notices.append(message)
+        logger.warning(message)
+        if self._notify is not None:
+            self._notify(message)
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return [key[0] for key in self._sessions]
+
+    def release(self, name: str) -> int:
+        """Drop every session of model ``name``; returns how many were dropped."""
+        with self._lock:
+            keys = [key for key in self._sessions if key[0] == name]
+            for key in keys:
+                del self._sessions[key]
+            self.stats.releases += len(keys)
+            return len(keys)
+
+    def release_all(self) -> int:
+        with self._lock:
+            count = len(self._sessions)
+            self._sessions.clear()
+            self.stats.releases += count
+            return count
+
+
+def wants_fp16(mode: str, providers: Sequence[ExecutionProvider], usable: Callable[[ExecutionProvider], bool]) -> bool:
+    """Whether to use a model's FP16 variant: 'on', 'off', or 'auto' (on where a GPU provider is in use).
+
+    FP16 on the CPU provider is slower than FP32 (it converts back and forth), so 'auto' keeps FP32 there.
+    """
+    if mode == "on":
+        return True
+    if mode == "off":
+        return False
+    return any(p in ("cuda", "tensorrt", "rocm", "directml") and usable(p) for p in providers)

@@ -64,9 +64,7 @@ def parse_preset(name: str, text: str, path: Path) -> Preset:
         raise PresetError(f"preset file {path}: 'description' must be a string")
     unknown = sorted(set(data) - set(PRESET_KEYS))
     if unknown:
-        raise PresetError(
-            f"preset file {path}: unknown key '{unknown[0]}' (allowed: {', '.join(PRESET_KEYS)})"
-        )
+        raise PresetError(f"preset file {path}: unknown key '{unknown[0]}' (allowed: {', '.join(PRESET_KEYS)})")
     missing = [key for key in PRESET_KEYS if key not in data]
     if missing:
         raise PresetError(f"preset file {path}: missing key '{missing[0]}'")

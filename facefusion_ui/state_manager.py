@@ -96,11 +96,7 @@ class Number(Rule):
     def __call__(self, key: str, value: Any) -> Any:
         if value is None and self.optional:
             return None
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not self.low <= value <= self.high
-        ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not self.low <= value <= self.high:
             allowed = f"a number from {self.low:g} to {self.high:g}" + (" or none" if self.optional else "")
             raise _fail(key, value, allowed)
         return float(value)
@@ -186,9 +182,7 @@ class Settings:
 
     preset: PresetName = _setting("balanced", one_of(choices(PresetName)), "memory preset")
     processors: tuple[str, ...] = _setting(("face_swapper",), names(None), "processors applied in order")
-    face_detector_model: FaceDetectorModel = _setting(
-        "dlib_hog", one_of(choices(FaceDetectorModel)), "face detector"
-    )
+    face_detector_model: FaceDetectorModel = _setting("dlib_hog", one_of(choices(FaceDetectorModel)), "face detector")
     face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
     face_detector_score: float = _setting(0.5, number(0.0, 1.0), "minimum detection confidence")
     face_detector_upsample: int = _setting(1, whole_number(0, 3), "dlib upsampling steps for small faces")
@@ -205,9 +199,7 @@ class Settings:
         "gfpgan_1.4", one_of(choices(FaceEnhancerModel)), "face enhancer model"
     )
     face_enhancer_blend: int = _setting(80, whole_number(0, 100), "enhanced face weight in percent")
-    face_selector_mode: FaceSelectorMode = _setting(
-        "many", one_of(choices(FaceSelectorMode)), "faces to swap"
-    )
+    face_selector_mode: FaceSelectorMode = _setting("many", one_of(choices(FaceSelectorMode)), "faces to swap")
     face_selector_order: FaceSelectorOrder = _setting(
         "large-small", one_of(choices(FaceSelectorOrder)), "face order for 'one' and positions"
     )
@@ -239,9 +231,7 @@ class Settings:
     memory_threshold_mb: int = _setting(1024, whole_number(0, 10**7), "free memory needed to start a job")
     trim_frame_start: int | None = _setting(None, whole_number(0, 10**9, optional=True), "first frame")
     trim_frame_end: int | None = _setting(None, whole_number(1, 10**9, optional=True), "frame after the last")
-    output_video_encoder: VideoEncoder = _setting(
-        "libx264", one_of(choices(VideoEncoder)), "ffmpeg video encoder"
-    )
+    output_video_encoder: VideoEncoder = _setting("libx264", one_of(choices(VideoEncoder)), "ffmpeg video encoder")
     output_video_quality: int = _setting(80, whole_number(0, 100), "video quality, 100 is best")
     output_video_preset: VideoPreset = _setting("veryfast", one_of(choices(VideoPreset)), "encoder speed")
     output_image_quality: int = _setting(90, whole_number(0, 100), "image quality, 100 is best")

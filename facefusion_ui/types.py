@@ -19,9 +19,7 @@ Matrix = npt.NDArray[np.float64]
 # Choices --------------------------------------------------------------------------------------------
 BuiltinProcessorName = Literal["face_swapper", "face_enhancer"]
 FaceSelectorMode = Literal["many", "one", "reference"]
-FaceSelectorOrder = Literal[
-    "large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"
-]
+FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
 FaceDetectorModel = Literal["dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g"]
 FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh"]
 FaceRecognizerModel = Literal["dlib_resnet", "arcface_w600k_r50"]
@@ -34,9 +32,7 @@ JobStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 Fp16Mode = Literal["on", "off", "auto"]
 ReleasePolicy = Literal["after_chunk", "after_job", "never"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
-VideoPreset = Literal[
-    "ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"
-]
+VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
 ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer"]
 DistanceMetric = Literal["cosine", "euclidean"]
 

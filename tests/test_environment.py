@@ -100,8 +100,6 @@ def test_failure_explanations() -> None:
 
 
 def test_parse_nvidia_smi() -> None:
-    gpus = parse_nvidia_smi(
-        "0, NVIDIA GeForce RTX 3050 Laptop GPU, 4096, 3900\n1, H200, 143771, 140000\nbad\n"
-    )
+    gpus = parse_nvidia_smi("0, NVIDIA GeForce RTX 3050 Laptop GPU, 4096, 3900\n1, H200, 143771, 140000\nbad\n")
     assert [(g.index, g.total_mb, g.free_mb) for g in gpus] == [(0, 4096, 3900), (1, 143771, 140000)]
     assert parse_nvidia_smi("") == []

@@ -87,9 +87,7 @@ def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
 def test_plugin_choices_reach_the_cli(tmp_path: Path) -> None:
     install_plugin(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    script = (
-        "from facefusion_ui.processors.registry import ProcessorRegistry as R; print(R.discover().names())"
-    )
+    script = "from facefusion_ui.processors.registry import ProcessorRegistry as R; print(R.discover().names())"
     completed = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False, timeout=120
     )

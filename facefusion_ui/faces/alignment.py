@@ -1,0 +1,137 @@
+"""Alignment: the 5-point templates, similarity transforms, aligned crops, paste-back and its masks.
+
+Templates are insightface's ArcFace points (112 px; the 128 px variant shifts x by 8 px as inswapper
+expects) and the FFHQ 512 template GFPGAN is trained on.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import cv2
+import numpy as np
+from insightface.utils import face_align
+
+from facefusion_ui.types import Frame, Mask, Matrix, Points
+
+TemplateName = Literal["arcface_112", "arcface_128", "ffhq_512"]
+
+FFHQ_512 = np.array(
+    [
+        [192.98138, 239.94708],
+        [318.90277, 240.19366],
+        [256.63416, 314.01935],
+        [201.26117, 371.41043],
+        [313.08905, 371.15118],
+    ],
+    dtype=np.float32,
+)
+
+
+def template_points(name: TemplateName, size: int) -> Points:
+    """The template's 5 points scaled to an output of ``size`` px."""
+    if name == "ffhq_512":
+        return FFHQ_512 * (size / 512.0)
+    base = np.asarray(face_align.arcface_dst, dtype=np.float32)
+    if name == "arcface_112":
+        return base * (size / 112.0)
+    ratio = size / 128.0
+    shifted = base * ratio
+    shifted[:, 0] += 8.0 * ratio
+    return shifted
+
+
+def estimate_matrix(kps: Points, template: TemplateName, size: int) -> Matrix:
+    """The 2x3 similarity transform taking the face's 5 points onto the template."""
+    matrix, _ = cv2.estimateAffinePartial2D(
+        np.asarray(kps, dtype=np.float32), template_points(template, size), method=cv2.LMEDS
+    )
+    if matrix is None:
+        raise ValueError("cannot align a face whose keypoints are degenerate")
+    return np.asarray(matrix, dtype=np.float64)
+
+
+def warp_face(frame: Frame, kps: Points, template: TemplateName, size: int) -> tuple[Frame, Matrix]:
+    """The aligned ``size`` x ``size`` crop and the matrix that made it."""
+    matrix = estimate_matrix(kps, template, size)
+    crop = np.asarray(
+        cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE),
+        dtype=np.uint8,
+    )
+    return crop, matrix
+
+
+def feathered_box_mask(size: int, blur: float, padding: float = 0.0) -> Mask:
+    """A crop-sized mask: 1 inside, fading to 0 at the border so the pasted square never shows.
+
+    ``blur`` (0..1) sets the fade width as a fraction of half the crop; ``padding`` trims the border.
+    """
+    mask = np.ones((size, size), dtype=np.float32)
+    border = max(1, int(size * padding))
+    fade = max(1, int(size * 0.5 * max(blur, 0.05)))
+    mask[:border, :] = 0
+    mask[-border:, :] = 0
+    mask[:, :border] = 0
+    mask[:, -border:] = 0
+    kernel = fade * 2 + 1
+    return np.asarray(cv2.GaussianBlur(mask, (kernel, kernel), 0), dtype=np.float32)
+
+
+def paste_back(frame: Frame, crop: Frame, matrix: Matrix, crop_mask: Mask) -> Frame:
+    """Warp ``crop`` back into ``frame`` through the inverse of ``matrix``, blended by ``crop_mask``.
+
+    Only the bounding box of the warped mask is touched, so the cost follows the face, not the frame.
+    """
+    height, width = frame.shape[:2]
+    inverse = cv2.invertAffineTransform(matrix)
+    size = crop.shape[0]
+    corners = np.array([[0, 0, 1], [size, 0, 1], [0, size, 1], [size, size, 1]], dtype=np.float64) @ inverse.T
+    x1, y1 = np.floor(corners.min(axis=0)).astype(int)
+    x2, y2 = np.ceil(corners.max(axis=0)).astype(int)
+    x1, y1, x2, y2 = max(x1, 0), max(y1, 0), min(x2, width), min(y2, height)
+    if x2 <= x1 or y2 <= y1:
+        return frame
+    shifted = inverse.copy()
+    shifted[:, 2] -= (x1, y1)
+    region = (x2 - x1, y2 - y1)
+    warped = cv2.warpAffine(crop, shifted, region, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    alpha = cv2.warpAffine(crop_mask, shifted, region, flags=cv2.INTER_LINEAR, borderValue=0.0)[..., None]
+    result: Frame = frame.copy()
+    patch = result[y1:y2, x1:x2].astype(np.float32)
+    result[y1:y2, x1:x2] = np.clip(patch * (1 - alpha) + warped.astype(np.float32) * alpha, 0, 255).astype(np.uint8)
+    return result
+
+
+def kps_from_68(landmarks: Points) -> Points:
+    """ArcFace-order 5 points from the 68-point iBUG layout (eye centres, nose tip, mouth corners)."""
+    points = np.asarray(landmarks, dtype=np.float32)
+    return np.stack(
+        [points[36:42].mean(axis=0), points[42:48].mean(axis=0), points[30], points[48], points[54]]
+    ).astype(np.float32)
+
+
+FRONTAL_NOSE_RATIO = 0.55
+"""Nose height between the eye line and the mouth line of a frontal face (measured on t1.jpg)."""
+
+
+def estimate_pose(kps: Points) -> tuple[float, float]:
+    """Approximate (yaw, pitch) in degrees from 5 points, after removing the roll of the eye line.
+
+    Yaw grows as the nose leaves the middle of the eyes (0 frontal, ~45 when it reaches an eye);
+    pitch compares the nose height between eyes and mouth with a frontal face's. Both are rough
+    (a few degrees to ~15): enough to tell frontal, half-profile and profile apart.
+    """
+    points = np.asarray(kps, dtype=np.float64)
+    left_eye, right_eye, nose = points[0], points[1], points[2]
+    mouth = (points[3] + points[4]) / 2
+    eye_vector = right_eye - left_eye
+    eye_distance = float(np.linalg.norm(eye_vector)) or 1.0
+    angle = np.arctan2(eye_vector[1], eye_vector[0])
+    rotation = np.array([[np.cos(-angle), -np.sin(-angle)], [np.sin(-angle), np.cos(-angle)]])
+    eye_mid = (left_eye + right_eye) / 2
+    nose_offset = rotation @ (nose - eye_mid)
+    mouth_offset = rotation @ (mouth - eye_mid)
+    yaw = float(np.degrees(np.arctan2(nose_offset[0], 0.5 * eye_distance)))
+    vertical = float(mouth_offset[1]) or 1.0
+    pitch = float(np.clip((nose_offset[1] / vertical - FRONTAL_NOSE_RATIO) * 100.0, -90.0, 90.0))
+    return yaw, pitch

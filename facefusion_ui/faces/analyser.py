@@ -1,0 +1,130 @@
+"""``analyse(frame, settings, runtime)``: detector -> landmarks -> (mesh) -> embedding -> pose.
+
+The one entry point processors use. A ``FaceAnalyser`` counts its work (detections, recognizer calls)
+so jobs can report it; models come from the ``ModelRuntime`` and stay warm across frames and jobs.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from facefusion_ui.errors import UsageError
+from facefusion_ui.faces.alignment import estimate_pose, kps_from_68
+from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.detector_blazeface import detect_blazeface
+from facefusion_ui.faces.detector_dlib import detect_dlib_hog
+from facefusion_ui.faces.detector_scrfd import detect_scrfd
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_dlib_5, kps_from_mesh
+from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Embedding, Frame
+
+
+@dataclass
+class AnalysisCounters:
+    frames: int = 0
+    faces_detected: int = 0
+    recognizer_calls: int = 0
+    meshes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, frames: int = 0, faces: int = 0, recognitions: int = 0, meshes: int = 0) -> None:
+        with self._lock:
+            self.frames += frames
+            self.faces_detected += faces
+            self.recognizer_calls += recognitions
+            self.meshes += meshes
+
+
+class FaceAnalyser:
+    def __init__(self, runtime: ModelRuntime) -> None:
+        self.runtime = runtime
+        self.counters = AnalysisCounters()
+
+    def recognizer_scale(self, settings: Settings) -> RecognizerScale:
+        return RecognizerScale.of(self.runtime.spec(settings.face_recognizer_model))
+
+    def detect(self, frame: Frame, settings: Settings) -> list[Detection]:
+        name = settings.face_detector_model
+        size = settings.face_detector_size
+        score = settings.face_detector_score
+        if name == "dlib_hog":
+            model = self.runtime.embedded_model(name)
+            return detect_dlib_hog(frame, model, size, settings.face_detector_upsample, score)
+        if name == "mediapipe_blazeface":
+            model = self.runtime.embedded_model(name)
+            return detect_blazeface(frame, model, self.runtime.embedded.lock_for(name), size, score)
+        _, session = self.runtime.onnx_session(name)
+        return detect_scrfd(frame, session, size, score)
+
+    def analyse(self, frame: Frame, settings: Settings, embeddings: bool = True, mesh: bool = False) -> list[Face]:
+        """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh."""
+        if frame is None or frame.ndim != 3 or frame.shape[2] != 3:
+            raise UsageError("a frame must be a colour image (height x width x 3)")
+        detections = self.detect(frame, settings)
+        rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])
+        completed = [self.complete(frame, rgb, detection, settings, mesh) for detection in detections]
+        faces = [face for face in completed if face is not None]
+        if embeddings:
+            faces = [self.embed(frame, rgb, face, settings) for face in faces]
+        self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
+        return sorted(faces, key=lambda face: -face.area)
+
+    def complete(
+        self, frame: Frame, rgb: Frame, detection: Detection, settings: Settings, want_mesh: bool
+    ) -> Face | None:
+        landmarks_68 = None
+        mesh_points = None
+        kps = detection.kps
+        landmarker = settings.face_landmarker_model
+        if landmarker == "dlib_68":
+            landmarks_68 = dlib_landmarks(rgb, self.runtime.embedded_model("dlib_68"), detection.bbox)
+            kps = kps if kps is not None else kps_from_68(landmarks_68)
+        elif landmarker == "dlib_5":
+            points = dlib_landmarks(rgb, self.runtime.embedded_model("dlib_5"), detection.bbox)
+            kps = kps if kps is not None else kps_from_dlib_5(points)
+        if landmarker == "mediapipe_face_mesh" or want_mesh:
+            mesh_points = self.mesh(frame, detection)
+            if kps is None and mesh_points is not None:
+                kps = kps_from_mesh(mesh_points)
+        if kps is None:
+            return None  # the landmarker found no face in this box: a false detection
+        yaw, pitch = estimate_pose(kps)
+        return Face(
+            bbox=np.asarray(detection.bbox, dtype=np.float32),
+            score=detection.score,
+            kps=np.asarray(kps, dtype=np.float32),
+            detector=settings.face_detector_model,
+            landmarks_68=landmarks_68,
+            mesh=mesh_points,
+            yaw=yaw,
+            pitch=pitch,
+        )
+
+    def mesh(self, frame: Frame, detection: Detection) -> np.ndarray | None:
+        model = self.runtime.embedded_model("mediapipe_face_mesh")
+        return face_mesh(frame, detection.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+
+    def embedding(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Embedding:
+        name = settings.face_recognizer_model
+        self.counters.add(recognitions=1)
+        if name == "dlib_resnet":
+            recognizer = self.runtime.embedded_model("dlib_resnet")
+            return embed_dlib(rgb, face, recognizer, self.runtime.embedded_model("dlib_5"))
+        spec, session = self.runtime.onnx_session(name)
+        return embed_arcface(frame, face, session, spec)
+
+    def embed(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Face:
+        return face.with_embedding(self.embedding(frame, rgb, face, settings), settings.face_recognizer_model)
+
+
+def analyse(
+    frame: Frame, settings: Settings, runtime: ModelRuntime, embeddings: bool = True, mesh: bool = False
+) -> list[Face]:
+    """Analyse one frame with a throw-away analyser (its counters are not kept)."""
+    return FaceAnalyser(runtime).analyse(frame, settings, embeddings=embeddings, mesh=mesh)

@@ -1,0 +1,41 @@
+"""What a detector returns, and the helpers all detectors share (scaling, non-maximum suppression)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from facefusion_ui.types import Frame, Points
+
+
+@dataclass(frozen=True)
+class Detection:
+    bbox: Points
+    score: float
+    kps: Points | None = None
+    """ArcFace-order 5 points when the detector gives them (SCRFD); else the landmarker adds them."""
+
+
+def fit_within(frame: Frame, max_side: int) -> tuple[Frame, float]:
+    """``frame`` scaled down (never up) so its longer side is at most ``max_side``, and the scale used."""
+    height, width = frame.shape[:2]
+    scale = min(1.0, max_side / float(max(height, width)))
+    if scale >= 1.0:
+        return frame, 1.0
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    resized: Frame = np.asarray(cv2.resize(frame, size, interpolation=cv2.INTER_AREA), dtype=np.uint8)
+    return resized, scale
+
+
+def non_max_suppression(boxes: Points, scores: Points, threshold: float = 0.4) -> list[int]:
+    if len(boxes) == 0:
+        return []
+    rects = [[float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])] for b in boxes]
+    kept = cv2.dnn.NMSBoxes(rects, [float(s) for s in scores], 0.0, threshold)
+    return [int(i) for i in np.asarray(kept).reshape(-1)]
+
+
+def sigmoid(value: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-value)))

@@ -1,0 +1,29 @@
+"""dlib's HOG frontal face detector (embedded, CPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cv2
+import numpy as np
+
+from facefusion_ui.faces.detection import Detection, fit_within, sigmoid
+from facefusion_ui.types import Frame
+
+
+def detect_dlib_hog(
+    frame: Frame, detector: Any, max_side: int, upsample: int, score_threshold: float
+) -> list[Detection]:
+    """Faces found by HOG. The SVM margin is mapped through a sigmoid, so a score of 0.5 is dlib's own
+    default threshold (margin 0). ``upsample`` finds faces smaller than HOG's 80 px window."""
+    small, scale = fit_within(frame, max_side)
+    rgb = cv2.cvtColor(small, cv2.COLOR_BGR2RGB)
+    rects, margins, _ = detector.run(rgb, upsample, -0.5)
+    found = []
+    for rect, margin in zip(rects, margins, strict=True):
+        score = sigmoid(2.0 * float(margin))
+        if score < score_threshold:
+            continue
+        box = np.array([rect.left(), rect.top(), rect.right(), rect.bottom()], dtype=np.float32) / scale
+        found.append(Detection(bbox=box, score=score))
+    return found

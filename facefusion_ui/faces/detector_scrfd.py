@@ -1,0 +1,78 @@
+"""SCRFD-class ONNX detectors (det_10g, scrfd_2.5g): our own decoding of their stride outputs.
+
+Contract (the InsightFace export): one input 1x3xHxW, RGB, (pixel - 127.5) / 128; 6 or 9 outputs,
+``[scores_8, scores_16, scores_32, boxes_8, boxes_16, boxes_32, (kps_8, kps_16, kps_32)]`` with two
+anchors per grid cell; boxes are distances (left, top, right, bottom) and keypoints offsets, both in
+stride units from the anchor centre.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cv2
+import numpy as np
+
+from facefusion_ui.faces.detection import Detection, non_max_suppression
+from facefusion_ui.types import Frame, Points
+
+STRIDES = (8, 16, 32)
+ANCHORS_PER_CELL = 2
+
+
+def letterbox(frame: Frame, size: int) -> tuple[Frame, float]:
+    """``frame`` scaled to fit ``size`` x ``size`` and padded at the right and bottom."""
+    height, width = frame.shape[:2]
+    scale = size / float(max(height, width))
+    resized = cv2.resize(frame, (max(1, round(width * scale)), max(1, round(height * scale))))
+    canvas = np.zeros((size, size, 3), dtype=np.uint8)
+    canvas[: resized.shape[0], : resized.shape[1]] = resized
+    return canvas, scale
+
+
+def anchor_centers(size: int, stride: int) -> Points:
+    cells = size // stride
+    ys, xs = np.mgrid[:cells, :cells]
+    centers = (np.stack([xs, ys], axis=-1).astype(np.float32) * stride).reshape(-1, 2)
+    return np.repeat(centers, ANCHORS_PER_CELL, axis=0)
+
+
+def decode_scrfd(outputs: list[Any], size: int, score_threshold: float) -> list[Detection]:
+    """Boxes, scores and keypoints in letterbox coordinates, after non-maximum suppression."""
+    with_kps = len(outputs) == 9
+    boxes, scores, points = [], [], []
+    for index, stride in enumerate(STRIDES):
+        level_scores = np.asarray(outputs[index]).reshape(-1)
+        distances = np.asarray(outputs[index + 3]).reshape(-1, 4) * stride
+        centers = anchor_centers(size, stride)
+        keep = np.where(level_scores >= score_threshold)[0]
+        if keep.size == 0:
+            continue
+        c = centers[keep]
+        d = distances[keep]
+        boxes.append(np.stack([c[:, 0] - d[:, 0], c[:, 1] - d[:, 1], c[:, 0] + d[:, 2], c[:, 1] + d[:, 3]], axis=1))
+        scores.append(level_scores[keep])
+        if with_kps:
+            offsets = np.asarray(outputs[index + 6]).reshape(-1, 10)[keep].reshape(-1, 5, 2) * stride
+            points.append(c[:, None, :] + offsets)
+    if not boxes:
+        return []
+    all_boxes = np.concatenate(boxes).astype(np.float32)
+    all_scores = np.concatenate(scores).astype(np.float32)
+    all_points = np.concatenate(points).astype(np.float32) if with_kps else None
+    kept = non_max_suppression(all_boxes, all_scores)
+    return [
+        Detection(all_boxes[i], float(all_scores[i]), all_points[i] if all_points is not None else None) for i in kept
+    ]
+
+
+def detect_scrfd(frame: Frame, session: Any, size: int, score_threshold: float) -> list[Detection]:
+    canvas, scale = letterbox(frame, size)
+    blob = cv2.dnn.blobFromImage(canvas, 1.0 / 128.0, (size, size), (127.5, 127.5, 127.5), swapRB=True)
+    outputs = session.run(None, {session.get_inputs()[0].name: blob})
+    if len(outputs) not in (6, 9):
+        raise ValueError(f"an SCRFD detector has 6 or 9 outputs, this one has {len(outputs)}")
+    return [
+        Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None)
+        for d in decode_scrfd(outputs, size, score_threshold)
+    ]

@@ -1,0 +1,82 @@
+"""Landmarks: dlib's 68 and 5-point predictors on a face box, and mediapipe's 468-point mesh on a crop.
+
+The mesh runs on a crop around each detected face: on a whole group photo mediapipe misses most faces
+(its own detector wants a face that fills the picture); on crops it finds them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import cv2
+import numpy as np
+
+from facefusion_ui.faces.alignment import template_points
+from facefusion_ui.types import Frame, Points
+
+MESH_CROP_SCALE = 1.7
+MESH_CROP_SIZE = 256
+# ArcFace-order points on the mediapipe mesh: eye contours (image-left eye first), nose tip, mouth corners.
+MESH_LEFT_EYE = (33, 133, 159, 145)
+MESH_RIGHT_EYE = (362, 263, 386, 374)
+MESH_NOSE_TIP = 1
+MESH_MOUTH = (61, 291)
+
+
+def dlib_rectangle(bbox: Points) -> Any:
+    import dlib
+
+    return dlib.rectangle(int(bbox[0]), int(bbox[1]), int(bbox[2]), int(bbox[3]))
+
+
+def dlib_landmarks(rgb: Frame, predictor: Any, bbox: Points) -> Points:
+    shape = predictor(rgb, dlib_rectangle(bbox))
+    return np.array([[p.x, p.y] for p in shape.parts()], dtype=np.float32)
+
+
+def kps_from_dlib_5(points: Points) -> Points:
+    """ArcFace 5 points from dlib's 5 (two corners per eye, nose base): the mouth corners come from the
+    template, placed by the similarity transform that fits the eyes and nose."""
+    right_eye = points[0:2].mean(axis=0)  # dlib lists the image-right eye first
+    left_eye = points[2:4].mean(axis=0)
+    nose = points[4]
+    template = template_points("arcface_112", 112)
+    source = np.stack([template[0], template[1], template[2]])
+    target = np.stack([left_eye, right_eye, nose]).astype(np.float32)
+    matrix, _ = cv2.estimateAffinePartial2D(source, target)
+    mouth = cv2.transform(template[3:5][None], matrix)[0]
+    return np.vstack([left_eye, right_eye, nose, mouth]).astype(np.float32)
+
+
+def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, float, float]:
+    """(x, y, side) of the square crop centred on the face box."""
+    cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    side = max(bbox[2] - bbox[0], bbox[3] - bbox[1]) * scale
+    return float(cx - side / 2), float(cy - side / 2), float(side)
+
+
+def face_mesh(frame: Frame, bbox: Points, mesh_model: Any, lock: threading.Lock) -> Points | None:
+    """468 (x, y) mesh points in frame coordinates, or None when mediapipe finds no face in the crop."""
+    x, y, side = mesh_crop_box(bbox)
+    scale = MESH_CROP_SIZE / side
+    matrix = np.array([[scale, 0, -x * scale], [0, scale, -y * scale]], dtype=np.float64)
+    crop = cv2.warpAffine(frame, matrix, (MESH_CROP_SIZE, MESH_CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
+    with lock:
+        result = mesh_model.process(cv2.cvtColor(crop, cv2.COLOR_BGR2RGB))
+    if not result.multi_face_landmarks:
+        return None
+    points = np.array([[p.x, p.y] for p in result.multi_face_landmarks[0].landmark], dtype=np.float32)
+    return (points * MESH_CROP_SIZE / scale + np.array([x, y], dtype=np.float32)).astype(np.float32)
+
+
+def kps_from_mesh(mesh: Points) -> Points:
+    return np.stack(
+        [
+            mesh[list(MESH_LEFT_EYE)].mean(axis=0),
+            mesh[list(MESH_RIGHT_EYE)].mean(axis=0),
+            mesh[MESH_NOSE_TIP],
+            mesh[MESH_MOUTH[0]],
+            mesh[MESH_MOUTH[1]],
+        ]
+    ).astype(np.float32)

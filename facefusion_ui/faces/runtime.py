@@ -1,0 +1,152 @@
+"""The models a worker process keeps warm: ONNX sessions (SessionPool) and the embedded dlib/mediapipe
+models, loaded on first use, shared by every job, released on demand. One object, owned by whoever runs
+jobs (CLI command, UI, queue worker), passed down explicitly; nothing here is a module-level global.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.inference import SessionPool, check_provider, wants_fp16
+from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import ExecutionProvider, Fp16Mode
+
+BLAZEFACE_MIN_CONFIDENCE = 0.2
+"""mediapipe fixes the threshold when the graph is built; we keep it low and filter by the setting."""
+
+
+def _load_embedded(spec: ModelSpec) -> Any:
+    os.environ.setdefault("GLOG_minloglevel", "2")  # mediapipe's C++ start-up chatter
+    try:
+        if spec.name == "dlib_hog":
+            import dlib
+
+            return dlib.get_frontal_face_detector()
+        if spec.name in ("dlib_68", "dlib_5"):
+            import dlib
+
+            return dlib.shape_predictor(str(require_model(spec)))
+        if spec.name == "dlib_resnet":
+            import dlib
+
+            return dlib.face_recognition_model_v1(str(require_model(spec)))
+        if spec.name == "mediapipe_blazeface":
+            from mediapipe.python.solutions import face_detection
+
+            return face_detection.FaceDetection(model_selection=1, min_detection_confidence=BLAZEFACE_MIN_CONFIDENCE)
+        if spec.name in ("mediapipe_face_mesh", "mesh_warp"):
+            from mediapipe.python.solutions import face_mesh
+
+            return face_mesh.FaceMesh(static_image_mode=True, max_num_faces=1, min_detection_confidence=0.3)
+    except ImportError as error:
+        raise DependencyError(
+            f"the package for '{spec.name}' ({spec.package}) cannot be imported ({error}): "
+            "run 'python -m facefusion_ui.installer'"
+        ) from error
+    raise ModelError(f"'{spec.name}' is not an embedded model")
+
+
+class EmbeddedModels:
+    """dlib and mediapipe objects by manifest name. mediapipe graphs are not thread-safe: callers hold
+    ``lock_for(name)`` while using one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: dict[str, Any] = {}
+        self._use_locks: dict[str, threading.Lock] = {}
+        self.loads: Counter[str] = Counter()
+        self.releases = 0
+
+    def get(self, spec: ModelSpec) -> Any:
+        with self._lock:
+            model = self._models.get(spec.name)
+            if model is None:
+                model = _load_embedded(spec)
+                self._models[spec.name] = model
+                self.loads[spec.name] += 1
+            return model
+
+    def lock_for(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._use_locks.setdefault(name, threading.Lock())
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return list(self._models)
+
+    def release_all(self) -> int:
+        with self._lock:
+            count = len(self._models)
+            for model in self._models.values():
+                close = getattr(model, "close", None)  # mediapipe graphs hold native resources
+                if callable(close):
+                    close()
+            self._models.clear()
+            self.releases += count
+            return count
+
+
+@dataclass
+class ModelRuntime:
+    manifest: dict[str, ModelSpec]
+    folder: Path
+    sessions: SessionPool
+    embedded: EmbeddedModels = field(default_factory=EmbeddedModels)
+    fp16_mode: Fp16Mode = "auto"
+    _fp16: bool | None = None
+
+    @classmethod
+    def create(cls, settings: Settings, folder: Path | None = None) -> ModelRuntime:
+        folder = folder or models_dir()
+        pool = SessionPool(settings.execution_providers, settings.execution_device_id, settings.execution_threads)
+        return cls(load_manifest(folder=folder), folder, pool, fp16_mode=settings.fp16)
+
+    def spec(self, name: str) -> ModelSpec:
+        return get_spec(name, self.manifest)
+
+    def use_fp16(self) -> bool:
+        if self._fp16 is None:
+            self._fp16 = wants_fp16(self.fp16_mode, self.sessions.providers, self._provider_usable)
+        return self._fp16
+
+    @staticmethod
+    def _provider_usable(provider: ExecutionProvider) -> bool:
+        return check_provider(provider).usable
+
+    def resolve(self, name: str) -> ModelSpec:
+        """The spec to load for ``name``: its FP16 variant when FP16 applies and that variant is installed."""
+        spec = self.spec(name)
+        if spec.fp16_variant and self.use_fp16():
+            variant = self.manifest.get(spec.fp16_variant)
+            if variant is not None and (self.folder / str(variant.file)).exists():
+                return variant
+        return spec
+
+    def onnx_session(self, name: str) -> tuple[ModelSpec, Any]:
+        spec = self.resolve(name)
+        path = require_model(spec, self.folder)
+        precision = "fp16" if spec.name.endswith("_fp16") else "fp32"
+        return spec, self.sessions.get(spec.name, path, precision)
+
+    def embedded_model(self, name: str) -> Any:
+        return self.embedded.get(self.spec(name))
+
+    def release_all(self) -> None:
+        self.sessions.release_all()
+        self.embedded.release_all()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "onnx_loads": self.sessions.stats.loads,
+            "onnx_releases": self.sessions.stats.releases,
+            "embedded_loads": dict(self.embedded.loads),
+            "embedded_releases": self.embedded.releases,
+            "notices": list(self.sessions.notices),
+        }
