@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
-from facefusion_ui import __version__
+from facefusion_ui import __version__, cli_models
 from facefusion_ui.errors import FacefusionError, NotAvailableError, UsageError
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
@@ -260,14 +260,17 @@ def build_parser() -> OneLineParser:
     model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     listing = model_commands.add_parser("list", help="known models and their state")
     listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=lambda args: cli_models.run_models_list(args))
     verify = model_commands.add_parser("verify", help="check sha256 of installed models")
     verify.add_argument("names", nargs="*", metavar="NAME")
+    verify.set_defaults(handler=lambda args: cli_models.run_models_verify(args))
     download = model_commands.add_parser("download", help="download models (resumable, verified)")
     download.add_argument("names", nargs="+", metavar="NAME")
+    download.set_defaults(handler=lambda args: cli_models.run_models_download(args))
     importing = model_commands.add_parser("import", help="add a model file you already have")
     importing.add_argument("path", metavar="PATH")
     importing.add_argument("--name", help="manifest name, when the file name does not say it")
-    models.set_defaults(handler=not_available("models", "model management"))
+    importing.set_defaults(handler=lambda args: cli_models.run_models_import(args))
 
     presets = commands.add_parser("presets", help="memory presets")
     preset_commands = presets.add_subparsers(dest="presets_command", metavar="ACTION", required=True)

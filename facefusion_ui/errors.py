@@ -45,6 +45,12 @@ class ModelError(FacefusionError):
     exit_code = 2
 
 
+class DownloadError(FacefusionError):
+    """A download that failed (network, server); running the same command again resumes it."""
+
+    transient = True
+
+
 class DependencyError(FacefusionError):
     """A program or package the tool needs (ffmpeg, onnxruntime...) is missing or broken."""
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.errors import DownloadError, InputError, ModelError
 from facefusion_ui.types import DistanceMetric, ModelRole, choices
 
 ModelKind = Literal["onnx", "embedded"]
@@ -278,9 +278,11 @@ def _looks_complete(partial: Path, size: int | None) -> bool:
     return partial.exists() and (size is None or partial.stat().st_size == size)
 
 
-def _incomplete(spec: ModelSpec, source: str, partial: Path, last_error: str, retries: int) -> ModelError:
+def _incomplete(spec: ModelSpec, source: str, partial: Path, last_error: str, retries: int) -> DownloadError:
     kept = partial.stat().st_size if partial.exists() else 0
-    return ModelError(
+    if partial.exists() and kept == 0:
+        partial.unlink()
+    return DownloadError(
         f"download of '{spec.name}' from {source} failed after {retries + 1} attempts ({last_error}); "
         f"{kept} bytes are kept in {partial.name}: run '{download_command(spec.name)}' again to resume"
     )

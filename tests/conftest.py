@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.state_manager import Settings
+from tests.support import onnx_models as onnx_models_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,3 +43,23 @@ def run_cli() -> RunCli:
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def shared_runtime() -> Iterator[ModelRuntime]:
+    """Embedded models loaded once for the whole session (as a worker process keeps them)."""
+    runtime = ModelRuntime.create(Settings())
+    yield runtime
+    runtime.release_all()
+
+
+@pytest.fixture
+def onnx_models(tmp_path: Path) -> Path:
+    """A models folder holding small ONNX stand-ins under the manifest's file names."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    onnx_models_module.build_scrfd(folder / "det_10g.onnx")
+    onnx_models_module.build_arcface(folder / "arcface_w600k_r50.onnx")
+    onnx_models_module.build_inswapper(folder / "inswapper_128.onnx")
+    onnx_models_module.build_gfpgan(folder / "gfpgan_1.4.onnx")
+    return folder

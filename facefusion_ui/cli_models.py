@@ -1,0 +1,121 @@
+"""``run.py models list|verify|download|import``: the model registry on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from facefusion_ui.models import (
+    ModelState,
+    download_command,
+    download_model,
+    get_spec,
+    import_model,
+    load_manifest,
+    model_state,
+    models_dir,
+    verify_model,
+)
+
+
+def _size(value: int | None) -> str:
+    return f"{value / 1e6:.1f} MB" if value else "-"
+
+
+def _state_row(state: ModelState) -> dict[str, Any]:
+    spec = state.spec
+    if spec.kind == "embedded":
+        where = str(state.path) if state.installed else f"reinstall {spec.package}"
+    else:
+        where = str(state.path) if state.installed else f"not downloaded: {download_command(spec.name)}"
+    return {
+        "name": spec.name,
+        "role": spec.role,
+        "kind": spec.kind + (" (imported)" if spec.registered else ""),
+        "installed": state.installed,
+        "verified": state.verified,
+        # dlib's HOG model is compiled into dlib itself: its "file" is the package, of no telling size
+        "size": None if spec.name == "dlib_hog" else state.bytes_on_disk if state.installed else spec.size,
+        "where": where,
+        "metric": spec.metric,
+        "threshold": spec.threshold,
+    }
+
+
+def run_models_list(args: argparse.Namespace) -> int:
+    rows = [_state_row(model_state(spec)) for spec in load_manifest().values()]
+    if args.json:
+        print(json.dumps({"models_dir": str(models_dir()), "models": rows}, indent=2))
+        return 0
+    verified_text = {True: "yes", False: "MISMATCH", None: "-"}
+    table = [["name", "role", "kind", "installed", "verified", "size", "where"]]
+    for row in rows:
+        table.append(
+            [
+                row["name"],
+                row["role"],
+                row["kind"],
+                "yes" if row["installed"] else "no",
+                verified_text[row["verified"]],
+                _size(row["size"]),
+                row["where"],
+            ]
+        )
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
+    print(f"models folder: {models_dir()} (FACEFUSION_UI_MODELS to change)")
+    return 0
+
+
+def run_models_verify(args: argparse.Namespace) -> int:
+    manifest = load_manifest()
+    names = args.names or [name for name, spec in manifest.items() if model_state(spec).installed]
+    failed = 0
+    for name in names:
+        state = verify_model(get_spec(name, manifest))
+        if not state.installed:
+            print(f"{name}: not installed ({download_command(name)})")
+            failed += 1
+        elif state.verified is False:
+            print(f"{name}: sha256 MISMATCH: delete {state.path} and run '{download_command(name)}'")
+            failed += 1
+        elif state.spec.kind == "embedded":
+            print(f"{name}: present in package {state.spec.package}")
+        else:
+            print(f"{name}: ok (sha256 verified)")
+    return 1 if failed else 0
+
+
+def run_models_download(args: argparse.Namespace) -> int:
+    manifest = load_manifest()
+    specs = [get_spec(name, manifest) for name in args.names]
+    for spec in specs:
+        if spec.kind == "embedded":
+            print(f"{spec.name}: embedded in the package {spec.package}, nothing to download")
+            continue
+        state = verify_model(spec) if model_state(spec).installed else model_state(spec)
+        if state.installed and state.verified:
+            print(f"{spec.name}: already downloaded and verified ({state.path})")
+            continue
+        with tqdm(total=spec.size, unit="B", unit_scale=True, desc=spec.name) as bar:
+
+            def progress(done: int, total: int | None, bar: Any = bar) -> None:
+                if total and bar.total != total:
+                    bar.total = total
+                bar.update(done - bar.n)
+
+            path = download_model(spec, progress=progress)
+        print(f"{spec.name}: downloaded and verified ({path})")
+    return 0
+
+
+def run_models_import(args: argparse.Namespace) -> int:
+    spec = import_model(Path(args.path), name=args.name)
+    origin = "registered as a new model" if spec.registered else "matches the manifest"
+    print(f"{spec.name} ({spec.role}): imported into {models_dir()}; {origin}")
+    return 0

@@ -1,0 +1,75 @@
+"""A real HTTP server on 127.0.0.1 serving one generated file, with Range support and fault modes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class ServedFile:
+    body: bytes
+    cut_after: int | None = None
+    """Close the connection after sending this many bytes of the body (for the first ``cuts`` requests)."""
+    cuts: int = 0
+    ignore_range: bool = False
+    requests: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:
+            requested = self.headers.get("Range", "")
+            with served.lock:
+                served.requests.append(requested)
+                cut = served.cut_after if served.cuts > 0 else None
+                if cut is not None:
+                    served.cuts -= 1
+            start = 0
+            if requested.startswith("bytes=") and not served.ignore_range:
+                start = int(requested[6:].split("-")[0])
+                if start >= len(served.body):
+                    self.send_response(416)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(served.body) - 1}/{len(served.body)}")
+            else:
+                self.send_response(200)
+            payload = served.body[start:]
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Type", "application/octet-stream")
+            self.end_headers()
+            if cut is not None:
+                self.wfile.write(payload[:cut])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(payload)
+
+    return Handler
+
+
+@contextmanager
+def serve(served: ServedFile) -> Iterator[str]:
+    """Serve ``served`` on a free loopback port; yields the file's URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(served))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/model.onnx"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

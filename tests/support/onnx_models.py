@@ -1,0 +1,149 @@
+"""Small ONNX models in the real signatures, built with onnx.helper (no weights to download).
+
+- SCRFD-like detector: input 1x3xHxW, 9 outputs (scores, boxes, keypoints for strides 8/16/32, two
+  anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)).
+- ArcFace-like recognizer: 1x3x112x112 -> 1x512 (global average colour times a fixed matrix).
+- inswapper-like swapper: target 1x3x128x128 + source 1x512 -> 1x3x128x128, with an ``emap``
+  initializer last (the output is the target plus a colour shift from the latent).
+- GFPGAN-like enhancer: 1x3x512x512 -> 1x3x512x512 (identity scaled by 0.9).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+
+
+def _save(graph: onnx.GraphProto, path: Path) -> Path:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _const(name: str, array: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(array), name=name)
+
+
+def build_scrfd(path: Path) -> Path:
+    nodes: list[onnx.NodeProto] = []
+    inits = [
+        _const("gain", np.array(12.0, np.float32)),
+        _const("bias", np.array(0.3, np.float32)),
+        _const("zero", np.array(0.0, np.float32)),
+        _const("one", np.array(1.0, np.float32)),
+        _const(
+            "kps_offsets",
+            np.array([-0.3, -0.2, 0.3, -0.2, 0.0, 0.1, -0.25, 0.35, 0.25, 0.35] * 2, np.float32).reshape(1, 20, 1, 1),
+        ),
+        _const("shape_1", np.array([-1, 1], np.int64)),
+        _const("shape_4", np.array([-1, 4], np.int64)),
+        _const("shape_10", np.array([-1, 10], np.int64)),
+    ]
+    outputs: dict[str, list[str]] = {"score": [], "bbox": [], "kps": []}
+    for stride in (8, 16, 32):
+        s = str(stride)
+        nodes += [
+            helper.make_node(
+                "AveragePool", ["input.1"], [f"pool{s}"], kernel_shape=[stride, stride], strides=[stride, stride]
+            ),
+            helper.make_node("ReduceMean", [f"pool{s}"], [f"mean{s}"], axes=[1], keepdims=1),
+            helper.make_node("Sub", [f"mean{s}", "bias"], [f"centred{s}"]),
+            helper.make_node("Mul", [f"centred{s}", "gain"], [f"logit{s}"]),
+            helper.make_node("Sigmoid", [f"logit{s}"], [f"prob{s}"]),
+            helper.make_node("Concat", [f"prob{s}", f"prob{s}"], [f"prob2{s}"], axis=1),
+            helper.make_node("Transpose", [f"prob2{s}"], [f"probt{s}"], perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", [f"probt{s}", "shape_1"], [f"score_{s}"]),
+            helper.make_node("Mul", [f"mean{s}", "zero"], [f"zeros{s}"]),
+            helper.make_node("Add", [f"zeros{s}", "one"], [f"ones{s}"]),
+            helper.make_node("Concat", [f"ones{s}"] * 8, [f"dist{s}"], axis=1),
+            helper.make_node("Transpose", [f"dist{s}"], [f"distt{s}"], perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", [f"distt{s}", "shape_4"], [f"bbox_{s}"]),
+            helper.make_node("Add", [f"zeros{s}", "kps_offsets"], [f"kpsmap{s}"]),
+            helper.make_node("Transpose", [f"kpsmap{s}"], [f"kpst{s}"], perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", [f"kpst{s}", "shape_10"], [f"kps_{s}"]),
+        ]
+        outputs["score"].append(f"score_{s}")
+        outputs["bbox"].append(f"bbox_{s}")
+        outputs["kps"].append(f"kps_{s}")
+    names = outputs["score"] + outputs["bbox"] + outputs["kps"]
+    graph = helper.make_graph(
+        nodes,
+        "scrfd_like",
+        [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [1, 3, "height", "width"])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["n", "k"]) for name in names],
+        initializer=inits,
+    )
+    return _save(graph, path)
+
+
+def recognizer_matrix() -> np.ndarray:
+    return np.random.default_rng(7).normal(size=(3, 512)).astype(np.float32)
+
+
+def build_arcface(path: Path) -> Path:
+    graph = helper.make_graph(
+        [
+            helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
+            helper.make_node("Flatten", ["pooled"], ["flat"]),
+            helper.make_node("MatMul", ["flat", "projection"], ["embedding"]),
+        ],
+        "arcface_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 112, 112])],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, 512])],
+        initializer=[_const("projection", recognizer_matrix())],
+    )
+    return _save(graph, path)
+
+
+def swapper_emap() -> np.ndarray:
+    emap: np.ndarray = np.random.default_rng(11).normal(size=(512, 512)).astype(np.float32) / np.sqrt(512)
+    return emap
+
+
+def swapper_colour_matrix() -> np.ndarray:
+    matrix: np.ndarray = np.random.default_rng(13).normal(size=(512, 3)).astype(np.float32) * 0.5
+    return matrix
+
+
+def build_inswapper(path: Path) -> Path:
+    """output = clip(target + reshape(source @ colour, 1x3x1x1), 0, 1); ``emap`` is the last initializer."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["source", "colour"], ["shift"]),
+            helper.make_node("Reshape", ["shift", "shift_shape"], ["shift4"]),
+            helper.make_node("Add", ["target", "shift4"], ["raw"]),
+            helper.make_node("Clip", ["raw", "low", "high"], ["output"]),
+        ],
+        "inswapper_like",
+        [
+            helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 3, 128, 128]),
+            helper.make_tensor_value_info("source", TensorProto.FLOAT, [1, 512]),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 128, 128])],
+        initializer=[
+            _const("colour", swapper_colour_matrix()),
+            _const("shift_shape", np.array([1, 3, 1, 1], np.int64)),
+            _const("low", np.array(0.0, np.float32)),
+            _const("high", np.array(1.0, np.float32)),
+            _const("emap", swapper_emap()),
+        ],
+    )
+    return _save(graph, path)
+
+
+def build_gfpgan(path: Path) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["input", "gain"], ["output"])],
+        "gfpgan_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 512, 512])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 512, 512])],
+        initializer=[_const("gain", np.array(0.9, np.float32))],
+    )
+    return _save(graph, path)
