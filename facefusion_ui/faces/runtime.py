@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ BLAZEFACE_MIN_CONFIDENCE = 0.2
 
 def _load_embedded(spec: ModelSpec) -> Any:
     os.environ.setdefault("GLOG_minloglevel", "2")  # mediapipe's C++ start-up chatter
+    # mediapipe 0.10.14 calls a protobuf API that protobuf 4 deprecates on every graph run
+    warnings.filterwarnings("ignore", message="SymbolDatabase.GetPrototype", category=UserWarning)
     try:
         if spec.name == "dlib_hog":
             import dlib
