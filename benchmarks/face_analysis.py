@@ -17,11 +17,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from facefusion_ui.faces.analyser import FaceAnalyser  # noqa: E402
-from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh  # noqa: E402
-from facefusion_ui.faces.runtime import ModelRuntime  # noqa: E402
-from facefusion_ui.state_manager import Settings  # noqa: E402
-from tests.support import media  # noqa: E402
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.state_manager import Settings
+from tests.support import media
 
 RUNS = 15
 
@@ -68,7 +68,9 @@ def main() -> None:
         detector_settings = settings.with_items(face_detector_model=name)
         print(f"  detection {name:22s} {median_ms(lambda s=detector_settings: analyser.detect(photo, s)):7.1f} ms")
     print(f"  landmarks dlib_68              {median_ms(lambda: dlib_landmarks(rgb, predictor, face.bbox)):7.1f} ms")
-    print(f"  mesh on crop (468 points)      {median_ms(lambda: face_mesh(photo, face.bbox, mesh_model, lock)):7.1f} ms")
+    print(
+        f"  mesh on crop (468 points)      {median_ms(lambda: face_mesh(photo, face.bbox, mesh_model, lock)):7.1f} ms"
+    )
     embed_ms = median_ms(lambda: analyser.embedding(photo, rgb, face, settings))
     print(f"  embedding dlib_resnet          {embed_ms:7.1f} ms")
     print(f"  whole analyse (1 face)         {median_ms(lambda: analyser.analyse(photo, settings)):7.1f} ms")

@@ -14,12 +14,14 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, NoReturn
 
 from facefusion_ui import __version__, cli_models
 from facefusion_ui.errors import FacefusionError, NotAvailableError, UsageError
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, StateManager, setting_help, setting_keys, setting_rule
 from facefusion_ui.types import ExecutionProvider, JobStatus, PresetName, choices
 
@@ -200,6 +202,25 @@ class VersionAction(argparse.Action):
         parser.exit(0)
 
 
+# process ------------------------------------------------------------------------------------------------
+def run_process(args: argparse.Namespace) -> int:
+    from facefusion_ui.core import process
+
+    settings = settings_from_args(args)
+    if not args.sources or not args.target or not args.output:
+        raise UsageError("process needs -s SOURCE, -t TARGET and -o OUTPUT (see 'run.py process --help')")
+    result = process(settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output))
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        stats = result.stats
+        print(
+            f"{result.output}: {stats.get('faces_swapped', 0)} of {stats.get('faces_detected', 0)} faces swapped "
+            f"in {result.seconds:.1f} s"
+        )
+    return 0
+
+
 # not yet available ----------------------------------------------------------------------------------------
 def not_available(command: str, arrives_with: str) -> Handler:
     def handler(args: argparse.Namespace) -> int:
@@ -245,8 +266,8 @@ def build_parser() -> OneLineParser:
     )
     process.add_argument("-o", "--output", "--output-video", dest="output", metavar="OUT", help="output path")
     process.add_argument("--json", action="store_true", help="print one JSON summary object")
-    add_settings_arguments(process)
-    process.set_defaults(handler=not_available("process", "image and video processing"))
+    add_settings_arguments(process, processor_names=ProcessorRegistry.discover().names())
+    process.set_defaults(handler=run_process)
 
     add_batch_parser(commands)
 

@@ -28,6 +28,7 @@ from facefusion_ui.types import (
     FaceSwapperModel,
     Fp16Mode,
     PresetName,
+    ReferenceFaceFrom,
     ReleasePolicy,
     TempFrameFormat,
     VideoEncoder,
@@ -202,6 +203,9 @@ class Settings:
     face_selector_mode: FaceSelectorMode = _setting("many", one_of(choices(FaceSelectorMode)), "faces to swap")
     face_selector_order: FaceSelectorOrder = _setting(
         "large-small", one_of(choices(FaceSelectorOrder)), "face order for 'one' and positions"
+    )
+    reference_face_from: ReferenceFaceFrom = _setting(
+        "frame", one_of(choices(ReferenceFaceFrom)), "reference mode: a face of the target, or the source person"
     )
     reference_face_position: int = _setting(0, whole_number(0, 1000), "reference face index in its frame")
     reference_frame_number: int = _setting(0, whole_number(0, 10**9), "frame holding the reference face")

@@ -19,6 +19,7 @@ Matrix = npt.NDArray[np.float64]
 # Choices --------------------------------------------------------------------------------------------
 BuiltinProcessorName = Literal["face_swapper", "face_enhancer"]
 FaceSelectorMode = Literal["many", "one", "reference"]
+ReferenceFaceFrom = Literal["frame", "source"]
 FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
 FaceDetectorModel = Literal["dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g"]
 FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh"]

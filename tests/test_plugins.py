@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.errors import PluginError, UsageError
+from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.base import FrameContext, Processor
 from facefusion_ui.processors.registry import ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings
@@ -24,7 +25,7 @@ import numpy as np
 class Invert:
     name = "invert"
 
-    def __init__(self, settings):
+    def __init__(self, settings, runtime):
         self.settings = settings
         self.released = False
 
@@ -42,7 +43,7 @@ class Invert:
 
 
 class Broken:
-    def __init__(self, settings):
+    def __init__(self, settings, runtime):
         pass
 '''
 
@@ -63,6 +64,7 @@ def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import numpy as np
+        from facefusion_ui.faces.runtime import ModelRuntime
         from facefusion_ui.processors.base import FrameContext
         from facefusion_ui.processors.registry import ProcessorRegistry
         from facefusion_ui.state_manager import Settings
@@ -70,7 +72,7 @@ def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
         registry = ProcessorRegistry.discover()
         entry = registry.entry("invert")
         print(entry.origin)
-        processor = registry.create("invert", Settings())
+        processor = registry.create("invert", Settings(), ModelRuntime.create(Settings()))
         frame = np.full((4, 6, 3), 10, dtype=np.uint8)
         out = processor.process_frame(frame, FrameContext(0, 0.0, Settings()))
         print(int(out[0, 0, 0]), out.shape)
@@ -97,6 +99,7 @@ def test_plugin_choices_reach_the_cli(tmp_path: Path) -> None:
 def test_protocol_is_checked_when_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_plugin(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    runtime = ModelRuntime.create(Settings())
     registry = ProcessorRegistry(
         [
             ProcessorEntry("broken", "ffui_invert_plugin:Broken", "plugin from test"),
@@ -105,12 +108,12 @@ def test_protocol_is_checked_when_created(tmp_path: Path, monkeypatch: pytest.Mo
         ]
     )
     with pytest.raises(PluginError, match="does not follow the Processor protocol"):
-        registry.create("broken", Settings())
+        registry.create("broken", Settings(), runtime)
     with pytest.raises(PluginError, match="cannot be loaded"):
-        registry.create("gone", Settings())
+        registry.create("gone", Settings(), runtime)
     with pytest.raises(UsageError, match="unknown processor 'nope'"):
-        registry.create("nope", Settings())
-    processor = registry.create("invert", Settings())
+        registry.create("nope", Settings(), runtime)
+    processor = registry.create("invert", Settings(), runtime)
     assert isinstance(processor, Processor)
     frame = np.zeros((2, 2, 3), np.uint8)
     assert processor.process_frame(frame, FrameContext(3, 0.1, Settings())).max() == 255

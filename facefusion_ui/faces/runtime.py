@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from facefusion_ui.errors import DependencyError, ModelError
-from facefusion_ui.inference import SessionPool, check_provider, wants_fp16
+from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, wants_fp16
 from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import ExecutionProvider, Fp16Mode
@@ -56,6 +58,13 @@ def _load_embedded(spec: ModelSpec) -> Any:
     raise ModelError(f"'{spec.name}' is not an embedded model")
 
 
+def _warm_up_quietly(graph: Any) -> None:
+    """Run a mediapipe graph once with native stderr captured: TFLite and absl print start-up lines
+    (XNNPACK delegate, feedback manager) on the first run that would otherwise reach the user's terminal."""
+    with captured_native_stderr():
+        graph.process(np.zeros((64, 64, 3), dtype=np.uint8))
+
+
 class EmbeddedModels:
     """dlib and mediapipe objects by manifest name. mediapipe graphs are not thread-safe: callers hold
     ``lock_for(name)`` while using one."""
@@ -72,6 +81,8 @@ class EmbeddedModels:
             model = self._models.get(spec.name)
             if model is None:
                 model = _load_embedded(spec)
+                if spec.package == "mediapipe":
+                    _warm_up_quietly(model)
                 self._models[spec.name] = model
                 self.loads[spec.name] += 1
             return model

@@ -6,24 +6,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
 
 @dataclass(frozen=True)
 class FrameContext:
-    """What a processor knows about the frame it is given: where it is, and the job's inputs.
-
-    ``faces`` holds the analysed target faces selected for this frame and ``sources`` the prepared
-    source identities; both are filled by the face-analysis stage (typed there, opaque here so that
-    this contract does not depend on the analysis back-ends).
-    """
+    """What a processor knows about the frame it is given: where it is, the target faces selected for
+    it (analysed: box, keypoints, landmarks, embedding) and the source person."""
 
     frame_index: int
     timestamp: float
     settings: Settings
-    faces: Sequence[Any] = ()
-    sources: Any = None
+    faces: Sequence[Face] = ()
+    sources: SourceIdentity | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -50,5 +49,22 @@ class Processor(Protocol):
         ...
 
 
-ProcessorFactory = Callable[[Settings], Processor]
-"""What an entry point in group ``facefusion_ui.processors`` names: a class or a function."""
+ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]
+"""What an entry point in group ``facefusion_ui.processors`` names: a class or a function taking the
+settings and the process's ``ModelRuntime`` (warm ONNX sessions and embedded models)."""
+
+
+def missing_models(runtime: ModelRuntime, names: Sequence[str]) -> list[str]:
+    """One line per model of ``names`` that is not installed, with the command that fixes it."""
+    from facefusion_ui.models import download_command, model_state
+
+    problems = []
+    for name in names:
+        spec = runtime.spec(name)
+        if model_state(spec, runtime.folder).installed:
+            continue
+        if spec.kind == "embedded":
+            problems.append(f"embedded model '{name}' is missing: reinstall the package {spec.package}")
+        else:
+            problems.append(f"model '{name}' is not downloaded: run '{download_command(name)}'")
+    return problems

@@ -5,7 +5,7 @@ A plugin package declares, in its pyproject.toml::
     [project.entry-points."facefusion_ui.processors"]
     my_filter = "my_package.module:MyFilter"
 
-where ``MyFilter(settings)`` returns an object following ``processors.base.Processor``.
+where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,15 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 
 from facefusion_ui.errors import PluginError, UsageError
+from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.base import Processor, ProcessorFactory
 from facefusion_ui.state_manager import Settings
 
 ENTRY_POINT_GROUP = "facefusion_ui.processors"
-BUILTIN_PROCESSORS: Mapping[str, str] = {}
+BUILTIN_PROCESSORS: Mapping[str, str] = {
+    "face_swapper": "facefusion_ui.processors.face_swapper:FaceSwapper",
+    "face_enhancer": "facefusion_ui.processors.face_enhancer:FaceEnhancer",
+}
 """name -> "module:attribute" of the built-in processors (filled as they land)."""
 
 logger = logging.getLogger(__name__)
@@ -79,7 +83,7 @@ class ProcessorRegistry:
             known = ", ".join(self._entries) or "none installed"
             raise UsageError(f"unknown processor '{name}': available processors are {known}") from None
 
-    def create(self, name: str, settings: Settings) -> Processor:
+    def create(self, name: str, settings: Settings, runtime: ModelRuntime) -> Processor:
         entry = self.entry(name)
         try:
             factory: ProcessorFactory = _load_target(entry.target)  # type: ignore[assignment]
@@ -90,7 +94,7 @@ class ProcessorRegistry:
             ) from error
         if not callable(factory):
             raise PluginError(f"processor '{name}' ({entry.origin}): {entry.target} is not callable")
-        processor = factory(settings)
+        processor = factory(settings, runtime)
         if not isinstance(processor, Processor):
             raise PluginError(
                 f"processor '{name}' ({entry.origin}) does not follow the Processor protocol "

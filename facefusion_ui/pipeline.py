@@ -1,0 +1,119 @@
+"""A job's frame pipeline: analyse -> select -> processors, with the models and sources prepared once.
+
+Shared by the image and the video workflows; one per job, built on the process's ``ModelRuntime``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.recognizer import RecognizerScale
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.selector import pick_face, select_faces
+from facefusion_ui.faces.source import SourceIdentity, load_sources
+from facefusion_ui.processors.base import FrameContext, Processor
+from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Embedding, Frame
+
+
+@dataclass
+class PipelineStats:
+    frames: int = 0
+    faces_selected: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+class FramePipeline:
+    def __init__(
+        self,
+        settings: Settings,
+        runtime: ModelRuntime,
+        processors: Sequence[Processor],
+        sources: SourceIdentity,
+        analyser: FaceAnalyser,
+    ) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.processors = list(processors)
+        self.sources = sources
+        self.analyser = analyser
+        self.scale: RecognizerScale = analyser.recognizer_scale(settings)
+        self.reference: Embedding | None = None
+        self.stats = PipelineStats()
+        if settings.face_selector_mode == "reference" and settings.reference_face_from == "source":
+            self.reference = sources.mean_raw_embedding()
+
+    @classmethod
+    def build(
+        cls,
+        settings: Settings,
+        runtime: ModelRuntime,
+        source_paths: Sequence[Path],
+        registry: ProcessorRegistry | None = None,
+    ) -> FramePipeline:
+        """Create the processors, check their models, and read the source photos (fails fast)."""
+        registry = registry or ProcessorRegistry.discover()
+        processors = [registry.create(name, settings, runtime) for name in settings.processors]
+        problems = [problem for processor in processors for problem in processor.pre_check()]
+        if problems:
+            raise ModelError("; ".join(problems))
+        # sources get their own analyser so the job's counts speak of the target only
+        sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
+        return cls(settings, runtime, processors, sources, FaceAnalyser(runtime))
+
+    @property
+    def needs_embeddings(self) -> bool:
+        return self.settings.face_selector_mode == "reference"
+
+    def analyse(self, frame: Frame) -> list[Face]:
+        return self.analyser.analyse(frame, self.settings, embeddings=self.needs_embeddings)
+
+    def set_reference_from(self, frame: Frame) -> None:
+        """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
+        if self.settings.face_selector_mode != "reference" or self.settings.reference_face_from != "frame":
+            return
+        faces = self.analyser.analyse(frame, self.settings, embeddings=True)
+        chosen = pick_face(faces, self.settings.face_selector_order, self.settings.reference_face_position)
+        if chosen is None or chosen.embedding is None:
+            raise InputError(
+                f"no face in reference frame {self.settings.reference_frame_number}: pick another "
+                "--reference-frame-number or use --face-selector-mode many"
+            )
+        self.reference = chosen.embedding
+
+    def process(self, frame: Frame, index: int = 0, timestamp: float = 0.0) -> Frame:
+        faces = self.analyse(frame)
+        selected = select_faces(faces, self.settings, self.reference, self.scale)
+        context = FrameContext(index, timestamp, self.settings, selected, self.sources)
+        for processor in self.processors:
+            frame = processor.process_frame(frame, context)
+        self.stats.frames += 1
+        self.stats.faces_selected += len(selected)
+        return frame
+
+    def models_used(self) -> list[str]:
+        settings = self.settings
+        names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
+        if self.needs_embeddings:
+            names.append(settings.face_recognizer_model)
+        for processor in self.processors:
+            names.extend(processor.required_models())
+        return list(dict.fromkeys(names))
+
+    def summary(self) -> dict[str, Any]:
+        swapped = sum(getattr(p, "faces_swapped", 0) for p in self.processors if p.name == "face_swapper")
+        return {
+            "faces_detected": self.analyser.counters.faces_detected,
+            "faces_selected": self.stats.faces_selected,
+            "faces_swapped": swapped,
+            "recognizer_calls": self.analyser.counters.recognizer_calls,
+            "models_used": self.models_used(),
+        }

@@ -1,0 +1,137 @@
+"""The face swapper: inswapper-compatible ONNX models, or the embedded ``mesh_warp`` (no download)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.alignment import feathered_box_mask, paste_back
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.landmarker import face_mesh
+from facefusion_ui.faces.recognizer import embed_arcface
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import SourceIdentity
+from facefusion_ui.models import require_model
+from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.inswapper import read_emap, source_latent, swap_crop
+from facefusion_ui.processors.mesh_warp import mesh_warp_swap
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, Points
+
+logger = logging.getLogger(__name__)
+PREPARED_SOURCES_LIMIT = 8
+ARCFACE = "arcface_w600k_r50"
+
+
+@dataclass(frozen=True)
+class PreparedSource:
+    """What a swapper needs of the source person, computed once per set of source photos."""
+
+    image: Frame | None = None
+    mesh: Points | None = None
+    latent: np.ndarray | None = None
+
+
+class FaceSwapper:
+    name = "face_swapper"
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.model = settings.face_swapper_model
+        self._prepared: OrderedDict[str, PreparedSource] = OrderedDict()
+        self._lock = threading.Lock()
+        self.faces_swapped = 0
+        self.faces_skipped = 0
+
+    def required_models(self) -> tuple[str, ...]:
+        if self.model == "mesh_warp":
+            return ("mesh_warp", "mediapipe_face_mesh")
+        return (self.model, ARCFACE)
+
+    def pre_check(self) -> list[str]:
+        return missing_models(self.runtime, self.required_models())
+
+    def release(self) -> None:
+        with self._lock:
+            self._prepared.clear()
+        for name in self.required_models():
+            self.runtime.sessions.release(name)
+
+    # sources ---------------------------------------------------------------------------------------------
+    def prepare(self, sources: SourceIdentity) -> PreparedSource:
+        with self._lock:
+            prepared = self._prepared.get(sources.key)
+            if prepared is not None:
+                self._prepared.move_to_end(sources.key)
+                return prepared
+        prepared = self._prepare_mesh(sources) if self.model == "mesh_warp" else self._prepare_latent(sources)
+        with self._lock:
+            self._prepared[sources.key] = prepared
+            while len(self._prepared) > PREPARED_SOURCES_LIMIT:
+                self._prepared.popitem(last=False)
+        return prepared
+
+    def _prepare_mesh(self, sources: SourceIdentity) -> PreparedSource:
+        """The embedded path copies one photo: the most frontal source face."""
+        best = sources.best_frontal()
+        mesh = best.face.mesh
+        if mesh is None:
+            model = self.runtime.embedded_model("mediapipe_face_mesh")
+            mesh = face_mesh(best.image, best.face.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+        if mesh is None:
+            raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
+        return PreparedSource(image=best.image, mesh=mesh)
+
+    def _prepare_latent(self, sources: SourceIdentity) -> PreparedSource:
+        """The ONNX path averages the normed ArcFace embeddings of every source photo."""
+        arcface_spec, arcface = self.runtime.onnx_session(ARCFACE)
+        normed = []
+        for source in sources.faces:
+            embedding = embed_arcface(source.image, source.face, arcface, arcface_spec)
+            normed.append(embedding / (np.linalg.norm(embedding) or 1.0))
+        mean = np.mean(np.stack(normed), axis=0)
+        mean = mean / (np.linalg.norm(mean) or 1.0)
+        spec = self.runtime.resolve(self.model)
+        emap = read_emap(require_model(spec, self.runtime.folder))
+        return PreparedSource(latent=source_latent(mean, emap))
+
+    # frames ------------------------------------------------------------------------------------------------
+    def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
+        if context.sources is None or not context.faces:
+            return frame
+        prepared = self.prepare(context.sources)
+        for face in context.faces:
+            swapped = self.swap_face(frame, face, prepared, context.settings)
+            with self._lock:
+                if swapped is None:
+                    self.faces_skipped += 1
+                else:
+                    self.faces_swapped += 1
+            frame = swapped if swapped is not None else frame
+        return frame
+
+    def swap_face(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
+        if self.model == "mesh_warp":
+            return self._swap_mesh(frame, face, prepared, settings)
+        spec, session = self.runtime.onnx_session(self.model)
+        assert prepared.latent is not None
+        crop, matrix = swap_crop(session, spec, frame, face.kps, prepared.latent)
+        mask = feathered_box_mask(crop.shape[0], settings.face_mask_blur, padding=0.02)
+        return paste_back(frame, crop, matrix, mask)
+
+    def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
+        assert prepared.image is not None and prepared.mesh is not None
+        target_mesh = face.mesh
+        if target_mesh is None:
+            model = self.runtime.embedded_model("mediapipe_face_mesh")
+            target_mesh = face_mesh(frame, face.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+        if target_mesh is None:
+            logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
+            return None
+        return mesh_warp_swap(frame, target_mesh, prepared.image, prepared.mesh, settings.face_mask_blur).frame
