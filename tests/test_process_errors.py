@@ -1,0 +1,138 @@
+"""``run.py process`` on bad input: one clear line, exit code 2, no output file, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from tests.conftest import RunCli
+from tests.support import media
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("inputs")
+    paths = {
+        "face": folder / "astronaut.jpg",
+        "target": folder / "grace.jpg",
+        "blank": folder / "wall.jpg",
+        "text": folder / "notes.jpg",
+    }
+    cv2.imwrite(str(paths["face"]), media.astronaut())
+    cv2.imwrite(str(paths["target"]), media.grace_hopper())
+    cv2.imwrite(str(paths["blank"]), np.full((300, 300, 3), 128, np.uint8))
+    paths["text"].write_text("this is not an image")
+    return paths
+
+
+def one_line_error(completed: object, fragment: str) -> None:
+    assert completed.returncode == 2, completed.stderr  # type: ignore[attr-defined]
+    lines = completed.stderr.strip().splitlines()  # type: ignore[attr-defined]
+    assert len(lines) == 1 and lines[0].startswith("error: "), completed.stderr  # type: ignore[attr-defined]
+    assert fragment in lines[0]
+    assert "Traceback" not in completed.stderr  # type: ignore[attr-defined]
+
+
+def test_no_face_in_source(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+    output = tmp_path / "out.jpg"
+    completed = run_cli(["process", "-s", str(files["blank"]), "-t", str(files["target"]), "-o", str(output)])
+    one_line_error(
+        completed, f"no face found in {files['blank']}: use a photo where the face is visible and at least 80 px wide"
+    )
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("role", ["source", "target"])
+def test_unreadable_image(run_cli: RunCli, files: dict[str, Path], tmp_path: Path, role: str) -> None:
+    source = files["text"] if role == "source" else files["face"]
+    target = files["text"] if role == "target" else files["target"]
+    output = tmp_path / "out.jpg"
+    completed = run_cli(["process", "-s", str(source), "-t", str(target), "-o", str(output)])
+    one_line_error(completed, f"{role} {files['text']} cannot be read as an image")
+    assert not output.exists()
+
+
+def test_missing_model_names_the_download_command(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+    completed = run_cli(
+        [
+            "process",
+            "-s",
+            str(files["face"]),
+            "-t",
+            str(files["target"]),
+            "-o",
+            str(tmp_path / "o.jpg"),
+            "--face-swapper-model",
+            "inswapper_128",
+        ],
+        env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
+    )
+    one_line_error(
+        completed, "model 'inswapper_128' is not downloaded: run 'python run.py models download inswapper_128'"
+    )
+    enhancer = run_cli(
+        [
+            "process",
+            "-s",
+            str(files["face"]),
+            "-t",
+            str(files["target"]),
+            "-o",
+            str(tmp_path / "o.jpg"),
+            "--processors",
+            "face_swapper",
+            "face_enhancer",
+        ],
+        env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
+    )
+    one_line_error(enhancer, "run 'python run.py models download gfpgan_1.4'")
+
+
+@pytest.mark.parametrize(
+    ("output", "fragment"),
+    [
+        ("/proc/out.jpg", "cannot write to output folder /proc"),
+        ("{tmp}/missing/out.jpg", "output folder {tmp}/missing does not exist"),
+        ("{tmp}/out.mp4", "must be an image like the target"),
+        ("{tmp}/out.txt", "is neither an image"),
+    ],
+)
+def test_unusable_output(run_cli: RunCli, files: dict[str, Path], tmp_path: Path, output: str, fragment: str) -> None:
+    out = output.format(tmp=tmp_path)
+    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", out])
+    one_line_error(completed, fragment.format(tmp=tmp_path))
+
+
+def test_output_same_as_target(run_cli: RunCli, files: dict[str, Path]) -> None:
+    before = files["target"].read_bytes()
+    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(files["target"])])
+    one_line_error(completed, "is the target itself")
+    assert files["target"].read_bytes() == before
+
+
+def test_missing_files_and_arguments(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+    one_line_error(
+        run_cli(
+            ["process", "-s", str(tmp_path / "nope.jpg"), "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg")]
+        ),
+        "does not exist",
+    )
+    one_line_error(
+        run_cli(["process", "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg")]), "process needs -s SOURCE"
+    )
+
+
+def test_success_prints_the_json_summary(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+    output = tmp_path / "out.jpg"
+    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(output), "--json"])
+    assert completed.returncode == 0, completed.stderr
+    summary = json.loads(completed.stdout)
+    assert summary["output"] == str(output) and output.exists()
+    assert summary["faces_detected"] == 1 and summary["faces_swapped"] == 1
+    assert summary["models_used"] == ["dlib_hog", "dlib_68", "mesh_warp", "mediapipe_face_mesh"]
+    assert summary["seconds"] > 0
+    assert completed.stderr == "", "mediapipe or TFLite start-up chatter reached the terminal"
