@@ -62,15 +62,12 @@ def main() -> None:
     face = analyser.analyse(photo, settings)[0]
     predictor = runtime.embedded_model("dlib_68")
     mesh_model = runtime.embedded_model("mediapipe_face_mesh")
-    lock = runtime.embedded.lock_for("mediapipe_face_mesh")
     print(f"per-stage time on a 512x512 photo (astronaut), median of {RUNS}:")
     for name in ("dlib_hog", "mediapipe_blazeface"):
         detector_settings = settings.with_items(face_detector_model=name)
         print(f"  detection {name:22s} {median_ms(lambda s=detector_settings: analyser.detect(photo, s)):7.1f} ms")
     print(f"  landmarks dlib_68              {median_ms(lambda: dlib_landmarks(rgb, predictor, face.bbox)):7.1f} ms")
-    print(
-        f"  mesh on crop (468 points)      {median_ms(lambda: face_mesh(photo, face.bbox, mesh_model, lock)):7.1f} ms"
-    )
+    print(f"  mesh on crop (468 points)      {median_ms(lambda: face_mesh(photo, face.bbox, mesh_model)):7.1f} ms")
     embed_ms = median_ms(lambda: analyser.embedding(photo, rgb, face, settings))
     print(f"  embedding dlib_resnet          {embed_ms:7.1f} ms")
     print(f"  whole analyse (1 face)         {median_ms(lambda: analyser.analyse(photo, settings)):7.1f} ms")

@@ -204,12 +204,23 @@ class VersionAction(argparse.Action):
 
 # process ------------------------------------------------------------------------------------------------
 def run_process(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from facefusion_ui.core import process
 
     settings = settings_from_args(args)
     if not args.sources or not args.target or not args.output:
         raise UsageError("process needs -s SOURCE, -t TARGET and -o OUTPUT (see 'run.py process --help')")
-    result = process(settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output))
+    with tqdm(total=0, unit="frame", desc="processing", disable=None, leave=False) as bar:
+
+        def progress(state: dict[str, Any]) -> None:
+            bar.total = state["frames_total"]
+            bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
+            bar.update(state["frames_done"] - bar.n)
+
+        result = process(
+            settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output), progress=progress
+        )
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import hashlib
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,14 +16,21 @@ from typing import Any
 import cv2
 import numpy as np
 
-from facefusion_ui.errors import InputError, NotAvailableError
+from facefusion_ui import __version__
+from facefusion_ui.errors import FfmpegError, InputError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import read_image
-from facefusion_ui.memory import process_rss_mb
+from facefusion_ui.memory import auto_chunk_seconds, peak_rss_mb, system_memory
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
+from facefusion_ui.video.chunks import Manifest, fingerprint, frame_range, plan_chunks, remove_work_dir
+from facefusion_ui.video.commands import assemble_args, concat_list
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
+from facefusion_ui.video.probe import VideoInfo, probe_video
+from facefusion_ui.video.stream import ChunkRun, read_frame, run_chunk
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm", ".m4v")
@@ -108,8 +118,112 @@ def process_image(
     pipeline.set_reference_from(frame)
     result = pipeline.process(frame)
     write_image(output, result, settings.output_image_quality)
-    stats = {**pipeline.summary(), "frames": 1, "peak_rss_mb": round(process_rss_mb(), 1)}
+    stats = {**pipeline.summary(), "frames": 1, "peak_rss_mb": round(peak_rss_mb(), 1)}
     return ProcessResult(str(output), "image", time.perf_counter() - started, stats)
+
+
+def default_work_dir(target: Path, output: Path) -> Path:
+    """Where a job keeps its segments and manifest: the same command finds them again to resume."""
+    home = Path(os.environ.get("FACEFUSION_UI_HOME", Path.home() / ".facefusion_ui"))
+    key = hashlib.sha256(f"{target.resolve()}\n{output.resolve()}".encode()).hexdigest()[:16]
+    return home / "work" / key
+
+
+def chunk_seconds(settings: Settings, info: VideoInfo) -> int:
+    if settings.video_chunk_size == "auto":
+        return auto_chunk_seconds(info.width, info.height, float(info.fps), system_memory().available_mb)
+    return int(settings.video_chunk_size)
+
+
+def output_comment(settings: Settings) -> str:
+    processors = ", ".join(settings.processors)
+    swapper = settings.face_swapper_model
+    return f"faces swapped by facefusion_ui {__version__} (processors: {processors}; swapper: {swapper})"
+
+
+def process_video(
+    settings: Settings, sources: Sequence[Path], target: Path, output: Path, runtime: ModelRuntime | None = None,
+    registry: ProcessorRegistry | None = None, progress: Progress | None = None, work_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+) -> ProcessResult:  # fmt: skip
+    """Swap faces in a video, chunk by chunk; running it again resumes from the finished chunks."""
+    started = time.perf_counter()
+    if check_paths(sources, target, output) != "video":
+        raise InputError(f"{target} is not a video: use process() for images")
+    runtime = runtime or ModelRuntime.create(settings)
+    ffmpeg = resolve_ffmpeg().path
+    info = probe_video(target)
+    pipeline = FramePipeline.build(settings, runtime, sources, registry)
+    first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
+    if last <= first:
+        raise InputError(
+            f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
+            f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
+        )
+    seconds = chunk_seconds(settings, info)
+    chunks = plan_chunks(first, last, round(seconds * float(info.fps)))
+    work_dir = work_dir or default_work_dir(target, output)
+    manifest = Manifest.open(work_dir, fingerprint(settings, pipeline.sources.key, target, chunks), chunks)
+    if settings.face_selector_mode == "reference" and settings.reference_face_from == "frame":
+        reference_index = min(settings.reference_frame_number, info.frame_count - 1)
+        pipeline.set_reference_from(read_frame(ffmpeg, info, reference_index))
+    tracker = FrameProgress(last - first, len(chunks), progress)
+    chunk_runs: list[ChunkRun] = []
+    skipped = 0
+    for chunk in chunks:
+        tracker.chunk_index = chunk.index
+        if manifest.is_done(chunk):
+            skipped += 1
+            tracker.skip(chunk.frames)
+            continue
+        partial = work_dir / f"part_{chunk.segment_name}"
+        run = run_chunk(ffmpeg, info, chunk, partial, pipeline.process, settings, tracker.advance, cancel)
+        os.replace(partial, work_dir / chunk.segment_name)
+        manifest.record(chunk, run.frames, run.seconds)
+        chunk_runs.append(run)
+        if settings.release_models == "after_chunk":
+            pipeline.release()
+        gc.collect()
+    assemble(ffmpeg, manifest, info, first, last, settings, output)
+    if not settings.keep_temp:
+        remove_work_dir(work_dir)
+    if settings.release_models in ("after_job", "after_chunk"):
+        pipeline.release()
+    processed_frames = sum(run.frames for run in chunk_runs)
+    elapsed = time.perf_counter() - started
+    stats = {
+        **pipeline.summary(),
+        "frames": last - first,
+        "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
+        "chunks_total": len(chunks),
+        "chunks_done": len(chunks) - skipped,
+        "chunks_skipped": skipped,
+        "chunk_seconds": seconds,
+        "manifest_reused": manifest.discarded_reason is None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "queues": chunk_runs[-1].queues if chunk_runs else {},
+        "video": info.to_json(),
+    }
+    return ProcessResult(str(output), "video", elapsed, stats)
+
+
+def assemble(
+    ffmpeg: str, manifest: Manifest, info: VideoInfo, first: int, last: int, settings: Settings, output: Path
+) -> None:
+    """Concatenate the segments and mux the source audio once over the trimmed range, atomically."""
+    list_file = manifest.work_dir / "segments.txt"
+    list_file.write_text(concat_list(manifest.segments()), encoding="utf-8")
+    duration = (last - first) / float(info.fps)
+    temporary = output.with_name(f".{output.stem}.part{output.suffix}")
+    command = assemble_args(
+        ffmpeg, list_file, Path(info.path), info.has_audio, info.seek_time(first) if first else 0.0, duration,
+        output_comment(settings), temporary,
+    )  # fmt: skip
+    completed = run_tool(command)
+    if completed.returncode != 0:
+        temporary.unlink(missing_ok=True)
+        raise FfmpegError(f"joining the segments failed: {stderr_tail(completed.stderr)}")
+    os.replace(temporary, output)
 
 
 def process(
@@ -120,10 +234,12 @@ def process(
     runtime: ModelRuntime | None = None,
     registry: ProcessorRegistry | None = None,
     progress: Progress | None = None,
+    work_dir: Path | None = None,
+    cancel: threading.Event | None = None,
 ) -> ProcessResult:
     """Run one job. ``runtime`` keeps models warm across calls; a new one is made when not given."""
     kind = check_paths(sources, target, output)
     runtime = runtime or ModelRuntime.create(settings)
     if kind == "image":
         return process_image(settings, sources, target, output, runtime, registry)
-    raise NotAvailableError("video targets are not available in this version yet: they arrive with the video pipeline")
+    return process_video(settings, sources, target, output, runtime, registry, progress, work_dir, cancel)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 import psutil
@@ -65,3 +66,29 @@ def probe_gpus(timeout_s: float = 5.0) -> list[GpuInfo]:
     except (OSError, subprocess.TimeoutExpired):
         return []
     return parse_nvidia_smi(completed.stdout) if completed.returncode == 0 else []
+
+
+AUTO_CHUNK_BOUNDS_S = (10, 120)
+AUTO_CHUNK_SHARE = 0.25
+"""The part of available memory one chunk's raw frames may take (what the temp-frames mode stores)."""
+
+
+def auto_chunk_seconds(width: int, height: int, fps: float, available_mb: int) -> int:
+    """Chunk length for 'auto': one chunk's raw frames fit in a quarter of available memory, 10-120 s.
+
+    Streaming memory does not grow with chunk length; the chunk bounds what a crash can lose, the
+    temp-frames mode's disk use and how often caches are reset (strict preset)."""
+    frame_mb = width * height * 3 / MIB
+    seconds = int(available_mb * AUTO_CHUNK_SHARE / max(frame_mb * fps, 1e-6))
+    low, high = AUTO_CHUNK_BOUNDS_S
+    return max(low, min(high, seconds))
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far (``ru_maxrss``; current RSS where it is unavailable)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return process_rss_mb()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return float(peak) / (MIB if sys.platform == "darwin" else 1024)

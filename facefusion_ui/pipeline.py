@@ -99,6 +99,12 @@ class FramePipeline:
         self.stats.faces_selected += len(selected)
         return frame
 
+    def release(self) -> None:
+        """Free the processors' caches and every model of the runtime (they reload on next use)."""
+        for processor in self.processors:
+            processor.release()
+        self.runtime.release_all()
+
     def models_used(self) -> list[str]:
         settings = self.settings
         names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]

@@ -150,8 +150,7 @@ def test_mesh_on_crops_finds_every_face_of_the_group_photo(shared_runtime: Model
         )
         assert inside.mean() > 0.95
     # mediapipe alone on the whole photo misses them: the reason the mesh runs on crops
-    whole = shared_runtime.embedded_model("mediapipe_face_mesh")
-    with shared_runtime.embedded.lock_for("mediapipe_face_mesh"):
+    with shared_runtime.using("mediapipe_face_mesh") as whole:
         result = whole.process(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
     assert len(result.multi_face_landmarks or []) < 6
 

@@ -54,11 +54,11 @@ class FaceAnalyser:
         size = settings.face_detector_size
         score = settings.face_detector_score
         if name == "dlib_hog":
-            model = self.runtime.embedded_model(name)
-            return detect_dlib_hog(frame, model, size, settings.face_detector_upsample, score)
+            with self.runtime.using(name) as model:
+                return detect_dlib_hog(frame, model, size, settings.face_detector_upsample, score)
         if name == "mediapipe_blazeface":
-            model = self.runtime.embedded_model(name)
-            return detect_blazeface(frame, model, self.runtime.embedded.lock_for(name), size, score)
+            with self.runtime.using(name) as model:
+                return detect_blazeface(frame, model, size, score)
         _, session = self.runtime.onnx_session(name)
         return detect_scrfd(frame, session, size, score)
 
@@ -83,10 +83,12 @@ class FaceAnalyser:
         kps = detection.kps
         landmarker = settings.face_landmarker_model
         if landmarker == "dlib_68":
-            landmarks_68 = dlib_landmarks(rgb, self.runtime.embedded_model("dlib_68"), detection.bbox)
+            with self.runtime.using("dlib_68") as predictor:
+                landmarks_68 = dlib_landmarks(rgb, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
-            points = dlib_landmarks(rgb, self.runtime.embedded_model("dlib_5"), detection.bbox)
+            with self.runtime.using("dlib_5") as predictor:
+                points = dlib_landmarks(rgb, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_dlib_5(points)
         if landmarker == "mediapipe_face_mesh" or want_mesh:
             mesh_points = self.mesh(frame, detection)
@@ -107,15 +109,15 @@ class FaceAnalyser:
         )
 
     def mesh(self, frame: Frame, detection: Detection) -> np.ndarray | None:
-        model = self.runtime.embedded_model("mediapipe_face_mesh")
-        return face_mesh(frame, detection.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+        with self.runtime.using("mediapipe_face_mesh") as model:
+            return face_mesh(frame, detection.bbox, model)
 
     def embedding(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Embedding:
         name = settings.face_recognizer_model
         self.counters.add(recognitions=1)
         if name == "dlib_resnet":
-            recognizer = self.runtime.embedded_model("dlib_resnet")
-            return embed_dlib(rgb, face, recognizer, self.runtime.embedded_model("dlib_5"))
+            with self.runtime.using("dlib_resnet") as recognizer, self.runtime.using("dlib_5") as predictor:
+                return embed_dlib(rgb, face, recognizer, predictor)
         spec, session = self.runtime.onnx_session(name)
         return embed_arcface(frame, face, session, spec)
 

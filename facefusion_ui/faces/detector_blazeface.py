@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import cv2
@@ -12,16 +11,13 @@ from facefusion_ui.faces.detection import Detection, fit_within
 from facefusion_ui.types import Frame
 
 
-def detect_blazeface(
-    frame: Frame, detector: Any, lock: threading.Lock, max_side: int, score_threshold: float
-) -> list[Detection]:
+def detect_blazeface(frame: Frame, detector: Any, max_side: int, score_threshold: float) -> list[Detection]:
     """BlazeFace boxes (its 6 keypoints lack mouth corners, so the landmarker supplies the 5 points).
 
     Boxes are enlarged to the proportions of dlib's, which the 68-point landmarker is trained on."""
     small, scale = fit_within(frame, max_side)
     height, width = small.shape[:2]
-    with lock:
-        result = detector.process(cv2.cvtColor(small, cv2.COLOR_BGR2RGB))
+    result = detector.process(cv2.cvtColor(small, cv2.COLOR_BGR2RGB))
     found = []
     for detection in result.detections or []:
         score = float(detection.score[0])

@@ -6,7 +6,6 @@ The mesh runs on a crop around each detected face: on a whole group photo mediap
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import cv2
@@ -60,14 +59,15 @@ def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, 
     return float(cx - side / 2), float(cy - side / 2), float(side)
 
 
-def face_mesh(frame: Frame, bbox: Points, mesh_model: Any, lock: threading.Lock) -> Points | None:
-    """468 (x, y) mesh points in frame coordinates, or None when mediapipe finds no face in the crop."""
+def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> Points | None:
+    """468 (x, y) mesh points in frame coordinates, or None when mediapipe finds no face in the crop.
+
+    The caller holds the model exclusively (``ModelRuntime.using``)."""
     x, y, side = mesh_crop_box(bbox)
     scale = MESH_CROP_SIZE / side
     matrix = np.array([[scale, 0, -x * scale], [0, scale, -y * scale]], dtype=np.float64)
     crop = cv2.warpAffine(frame, matrix, (MESH_CROP_SIZE, MESH_CROP_SIZE), borderMode=cv2.BORDER_REPLICATE)
-    with lock:
-        result = mesh_model.process(cv2.cvtColor(crop, cv2.COLOR_BGR2RGB))
+    result = mesh_model.process(cv2.cvtColor(crop, cv2.COLOR_BGR2RGB))
     if not result.multi_face_landmarks:
         return None
     points = np.array([[p.x, p.y] for p in result.multi_face_landmarks[0].landmark], dtype=np.float32)

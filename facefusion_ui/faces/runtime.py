@@ -5,10 +5,12 @@ jobs (CLI command, UI, queue worker), passed down explicitly; nothing here is a 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +68,10 @@ def _warm_up_quietly(graph: Any) -> None:
 
 
 class EmbeddedModels:
-    """dlib and mediapipe objects by manifest name. mediapipe graphs are not thread-safe: callers hold
-    ``lock_for(name)`` while using one."""
+    """dlib and mediapipe objects by manifest name. Neither is thread-safe (dlib's HOG detector releases
+    the GIL and shares scratch buffers; a mediapipe graph is one stateful pipeline), so each model is used
+    only inside ``using(name)``, which holds that model's own lock: frame workers run in parallel
+    wherever they are not in the same model."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -90,6 +94,12 @@ class EmbeddedModels:
     def lock_for(self, name: str) -> threading.Lock:
         with self._lock:
             return self._use_locks.setdefault(name, threading.Lock())
+
+    @contextlib.contextmanager
+    def using(self, spec: ModelSpec) -> Iterator[Any]:
+        model = self.get(spec)
+        with self.lock_for(spec.name):
+            yield model
 
     def loaded(self) -> list[str]:
         with self._lock:
@@ -150,7 +160,14 @@ class ModelRuntime:
         return spec, self.sessions.get(spec.name, path, precision)
 
     def embedded_model(self, name: str) -> Any:
+        """The loaded model, for callers that manage thread safety themselves (prefer ``using``)."""
         return self.embedded.get(self.spec(name))
+
+    @contextlib.contextmanager
+    def using(self, name: str) -> Iterator[Any]:
+        """An embedded model, held exclusively by this thread for the ``with`` block."""
+        with self.embedded.using(self.spec(name)) as model:
+            yield model
 
     def release_all(self) -> None:
         self.sessions.release_all()

@@ -82,8 +82,8 @@ class FaceSwapper:
         best = sources.best_frontal()
         mesh = best.face.mesh
         if mesh is None:
-            model = self.runtime.embedded_model("mediapipe_face_mesh")
-            mesh = face_mesh(best.image, best.face.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+            with self.runtime.using("mediapipe_face_mesh") as model:
+                mesh = face_mesh(best.image, best.face.bbox, model)
         if mesh is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
         return PreparedSource(image=best.image, mesh=mesh)
@@ -129,8 +129,8 @@ class FaceSwapper:
         assert prepared.image is not None and prepared.mesh is not None
         target_mesh = face.mesh
         if target_mesh is None:
-            model = self.runtime.embedded_model("mediapipe_face_mesh")
-            target_mesh = face_mesh(frame, face.bbox, model, self.runtime.embedded.lock_for("mediapipe_face_mesh"))
+            with self.runtime.using("mediapipe_face_mesh") as model:
+                target_mesh = face_mesh(frame, face.bbox, model)
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
             return None

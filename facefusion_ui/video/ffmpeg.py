@@ -54,3 +54,30 @@ def ffmpeg_version(binary: FfmpegBinary) -> str:
         raise DependencyError(f"ffmpeg at {binary.path} failed: {completed.stderr.strip()[-300:]}")
     first_line = completed.stdout.splitlines()[0] if completed.stdout else "unknown version"
     return first_line.split(" Copyright")[0]
+
+
+def resolve_ffprobe(search_path: str | None = None) -> str | None:
+    """The system's ffprobe, when there is one (imageio-ffmpeg ships none: then ffmpeg alone probes)."""
+    return shutil.which("ffprobe", path=search_path if search_path is not None else os.environ.get("PATH"))
+
+
+def run_tool(command: list[str], timeout_s: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run an ffmpeg/ffprobe command to completion, capturing both streams as text."""
+    try:
+        return subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as error:
+        raise DependencyError(f"{command[0]} cannot be started ({error}): check the ffmpeg installation") from error
+
+
+def stderr_tail(text: str, lines: int = 6) -> str:
+    """The last meaningful lines of ffmpeg's stderr, joined on one line for an error message."""
+    kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])

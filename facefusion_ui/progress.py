@@ -1,0 +1,56 @@
+"""Progress of a job in frames: rate, ETA and chunk position, reported through a callback (throttled)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+REPORT_EVERY_S = 0.25
+
+
+@dataclass
+class FrameProgress:
+    frames_total: int
+    chunks_total: int
+    callback: ProgressCallback | None = None
+    frames_done: int = 0
+    frames_skipped: int = 0
+    chunk_index: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    _last_report: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def skip(self, frames: int) -> None:
+        with self._lock:
+            self.frames_done += frames
+            self.frames_skipped += frames
+        self.report(force=True)
+
+    def advance(self) -> None:
+        with self._lock:
+            self.frames_done += 1
+        self.report()
+
+    def snapshot(self) -> dict[str, Any]:
+        elapsed = max(time.perf_counter() - self.started, 1e-6)
+        processed = self.frames_done - self.frames_skipped
+        fps = processed / elapsed
+        remaining = self.frames_total - self.frames_done
+        return {
+            "frames_done": self.frames_done, "frames_total": self.frames_total, "fps": round(fps, 2),
+            "eta_s": round(remaining / fps, 1) if fps > 0 else None, "chunk": self.chunk_index + 1,
+            "chunks_total": self.chunks_total,
+        }  # fmt: skip
+
+    def report(self, force: bool = False) -> None:
+        if self.callback is None:
+            return
+        now = time.perf_counter()
+        if not force and now - self._last_report < REPORT_EVERY_S and self.frames_done < self.frames_total:
+            return
+        self._last_report = now
+        self.callback(self.snapshot())

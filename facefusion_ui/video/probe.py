@@ -1,0 +1,193 @@
+"""What a video is: size as decoded (upright), exact frame rate, frame count and frame times, rotation,
+pixel format, codec, audio, variable frame rate. Works with imageio-ffmpeg's ffmpeg alone (no ffprobe):
+the header comes from ``ffmpeg -i`` and the frame times from a ``framecrc`` stream copy (no decoding);
+ffprobe, when present, reads the header instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.video.commands import ffprobe_args, header_args, packets_args
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg, resolve_ffprobe, run_tool, stderr_tail
+
+VFR_TOLERANCE = 0.02
+"""Relative spread of frame durations above which a video counts as variable frame rate."""
+
+
+@dataclass(frozen=True, eq=False)
+class VideoInfo:
+    path: str
+    width: int
+    """Width of the decoded (upright) frames."""
+    height: int
+    fps: Fraction
+    """The exact rate for constant-rate video; the average rate (frames / span) for variable rate."""
+    frame_count: int
+    duration: float
+    rotation: int
+    pix_fmt: str
+    codec: str
+    has_audio: bool
+    vfr: bool
+    frame_times: np.ndarray
+    """Start of each frame in seconds from the first frame, in presentation order."""
+
+    def seek_time(self, frame: int) -> float:
+        """A time that makes ffmpeg's input seek start exactly at ``frame`` (half a frame before it)."""
+        if frame <= 0:
+            return 0.0
+        previous = float(self.frame_times[frame - 1])
+        return (previous + float(self.frame_times[frame])) / 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "width": self.width, "height": self.height, "fps": f"{self.fps.numerator}/{self.fps.denominator}",
+            "frame_count": self.frame_count, "duration": round(self.duration, 6), "rotation": self.rotation,
+            "pix_fmt": self.pix_fmt, "codec": self.codec, "has_audio": self.has_audio, "vfr": self.vfr,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Header:
+    width: int
+    height: int
+    rotation: int
+    pix_fmt: str
+    codec: str
+    has_audio: bool
+    duration: float | None
+
+
+VIDEO_STREAM = re.compile(
+    r"Stream #\d+:\d+.*?: Video: (?P<codec>\w+)[^,]*, (?P<pix>\w+)[^,]*?(?:\([^)]*\))?, (?P<w>\d+)x(?P<h>\d+)"
+)
+ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees", re.IGNORECASE)
+DURATION = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+
+
+def normalise_rotation(degrees: float) -> int:
+    return round(degrees) % 360
+
+
+def parse_ffmpeg_header(text: str) -> Header | None:
+    """The first video stream of ``ffmpeg -i`` output; None when there is no video stream."""
+    match = VIDEO_STREAM.search(text)
+    if match is None:
+        return None
+    rotation_match = ROTATION.search(text[match.end() :])
+    # the display matrix belongs to this stream only if no other stream starts before it
+    rotation = 0
+    if rotation_match is not None:
+        between = text[match.end() : match.end() + rotation_match.start()]
+        if "Stream #" not in between:
+            rotation = normalise_rotation(float(rotation_match.group(1)))
+    duration_match = DURATION.search(text)
+    duration = None
+    if duration_match is not None:
+        hours, minutes, seconds = duration_match.groups()
+        duration = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    return Header(
+        width=int(match.group("w")), height=int(match.group("h")), rotation=rotation,
+        pix_fmt=match.group("pix"), codec=match.group("codec"), has_audio=" Audio: " in text, duration=duration,
+    )  # fmt: skip
+
+
+def parse_ffprobe_header(text: str) -> Header | None:
+    data = json.loads(text or "{}")
+    streams = data.get("streams", [])
+    video = next((s for s in streams if s.get("codec_type") == "video"), None)
+    if video is None:
+        return None
+    rotation = 0
+    for side in video.get("side_data_list", []) or []:
+        if "rotation" in side:
+            rotation = normalise_rotation(float(side["rotation"]))
+    duration = data.get("format", {}).get("duration")
+    return Header(
+        width=int(video["width"]), height=int(video["height"]), rotation=rotation,
+        pix_fmt=str(video.get("pix_fmt", "unknown")), codec=str(video.get("codec_name", "unknown")),
+        has_audio=any(s.get("codec_type") == "audio" for s in streams),
+        duration=float(duration) if duration not in (None, "N/A") else None,
+    )  # fmt: skip
+
+
+def parse_framecrc(text: str) -> tuple[Fraction, list[int], list[int]]:
+    """(time base, pts, durations) of every packet listed by ``-f framecrc``."""
+    time_base = Fraction(1, 1)
+    pts: list[int] = []
+    durations: list[int] = []
+    for line in text.splitlines():
+        if line.startswith("#tb 0:"):
+            time_base = Fraction(line.split(":", 1)[1].strip())
+        elif line and line[0].isdigit():
+            fields = [field.strip() for field in line.split(",")]
+            if len(fields) >= 4 and fields[0] == "0":
+                pts.append(int(fields[2]))
+                durations.append(int(fields[3]))
+    return time_base, pts, durations
+
+
+def frame_timing(time_base: Fraction, pts: list[int], durations: list[int]) -> tuple[np.ndarray, Fraction, bool, float]:
+    """(frame times, fps, variable rate?, duration) from packet timestamps in presentation order."""
+    order = np.sort(np.asarray(pts, dtype=np.int64))
+    times = (order - order[0]).astype(np.float64) * float(time_base)
+    steps = np.diff(order)
+    if len(steps) == 0:
+        step = durations[0] if durations and durations[0] > 0 else 1
+        return times, Fraction(1, 1) / (time_base * step) if step else Fraction(25), False, float(time_base * step)
+    median = int(np.median(steps))
+    vfr = bool(np.abs(steps - median).max() > max(1, VFR_TOLERANCE * median))
+    last = durations[int(np.argmax(pts))] if durations else median
+    span_ticks = int(order[-1] - order[0]) + (last if last > 0 else median)
+    if vfr:
+        fps = (Fraction(len(order)) / (time_base * span_ticks)).limit_denominator(1001)
+    else:
+        fps = Fraction(1) / (time_base * median)
+    return times, fps, vfr, float(time_base * span_ticks)
+
+
+def upright(width: int, height: int, rotation: int) -> tuple[int, int]:
+    return (height, width) if rotation in (90, 270) else (width, height)
+
+
+def probe_video(path: Path) -> VideoInfo:
+    """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
+    if not path.is_file():
+        raise InputError(f"video {path} does not exist: check the path")
+    ffmpeg = resolve_ffmpeg().path
+    ffprobe = resolve_ffprobe()
+    if ffprobe:
+        completed = run_tool(ffprobe_args(ffprobe, path), timeout_s=120)
+        header = parse_ffprobe_header(completed.stdout) if completed.returncode == 0 else None
+        reason = completed.stderr
+    else:
+        completed = run_tool(header_args(ffmpeg, path), timeout_s=120)
+        header = parse_ffmpeg_header(completed.stderr)
+        reason = completed.stderr
+    if header is None:
+        raise InputError(f"cannot read {path} as a video ({_reason(reason)}): use an MP4, MOV, MKV, AVI or WebM file")
+    packets = run_tool(packets_args(ffmpeg, path))
+    time_base, pts, durations = parse_framecrc(packets.stdout)
+    if not pts:
+        raise InputError(f"{path} has no video frames ({_reason(packets.stderr)}): the file may be truncated")
+    times, fps, vfr, duration = frame_timing(time_base, pts, durations)
+    width, height = upright(header.width, header.height, header.rotation)
+    return VideoInfo(
+        path=str(path), width=width, height=height, fps=fps, frame_count=len(pts), duration=duration,
+        rotation=header.rotation, pix_fmt=header.pix_fmt, codec=header.codec, has_audio=header.has_audio, vfr=vfr,
+        frame_times=times,
+    )  # fmt: skip
+
+
+def _reason(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip() and "At least one output file" not in line]
+    return stderr_tail("\n".join(lines), 1) or "ffmpeg gave no reason"

@@ -1,0 +1,51 @@
+"""Bounded queues that remember their high-water mark, and stop-aware put/get for pipeline threads."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Generic, TypeVar
+
+Item = TypeVar("Item")
+POLL_S = 0.1
+
+
+class Stopped(Exception):
+    """The pipeline was told to stop while a thread waited on a queue."""
+
+
+class BoundedQueue(Generic[Item]):
+    def __init__(self, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError("a bounded queue needs a size of at least 1")
+        self.maxsize = maxsize
+        self._queue: queue.Queue[Item] = queue.Queue(maxsize)
+        self._lock = threading.Lock()
+        self.high_water = 0
+
+    def put(self, item: Item, stop: threading.Event) -> None:
+        while True:
+            if stop.is_set():
+                raise Stopped
+            try:
+                self._queue.put(item, timeout=POLL_S)
+            except queue.Full:
+                continue
+            with self._lock:
+                self.high_water = max(self.high_water, self._queue.qsize())
+            return
+
+    def get(self, stop: threading.Event) -> Item:
+        while True:
+            if stop.is_set():
+                raise Stopped
+            try:
+                return self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+
+    def qsize(self) -> int:
+        return self._queue.qsize()
+
+    def stats(self) -> dict[str, Any]:
+        return {"maxsize": self.maxsize, "high_water": self.high_water}

@@ -1,0 +1,121 @@
+"""The decoder: an ffmpeg process writing raw BGR frames to a pipe, read by its own thread."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from facefusion_ui.errors import FfmpegError
+from facefusion_ui.types import Frame
+from facefusion_ui.video.queues import BoundedQueue, Stopped
+
+STDERR_LINES = 40
+
+
+@dataclass(frozen=True)
+class FrameItem:
+    index: int
+    """Frame number in the source video."""
+    frame: Frame
+
+
+END = FrameItem(-1, np.zeros((0, 0, 3), dtype=np.uint8))
+"""Put once after the last frame."""
+
+
+class StderrTail:
+    """Drains a process's stderr on a thread, keeping only the last lines (bounded)."""
+
+    def __init__(self, stream: object) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self._thread = threading.Thread(target=self._drain, args=(stream,), name="ffmpeg-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream: object) -> None:
+        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+            self.lines.append(raw.decode("utf-8", "replace").rstrip())
+
+    def join(self) -> None:
+        self._thread.join(timeout=10)
+
+    def text(self) -> str:
+        return " | ".join(line for line in list(self.lines)[-6:] if line)
+
+
+def start_process(command: list[str], stdin: bool = False, stdout: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=30)
+
+
+class FrameReader:
+    """Runs ``command`` (see ``commands.decode_args``) and puts ``expected`` frames on ``output``."""
+
+    def __init__(
+        self, command: list[str], width: int, height: int, first_index: int, expected: int,
+        output: BoundedQueue[FrameItem], stop: threading.Event, slots: threading.Semaphore,
+    ) -> None:  # fmt: skip
+        self.command = command
+        self.shape = (height, width, 3)
+        self.first_index = first_index
+        self.expected = expected
+        self.output = output
+        self.stop = stop
+        self.slots = slots
+        self.error: BaseException | None = None
+        self.frames_read = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.thread = threading.Thread(target=self._run, name="frame-reader", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        frame_bytes = self.shape[0] * self.shape[1] * 3
+        try:
+            self.process = start_process(self.command, stdout=True)
+            tail = StderrTail(self.process.stderr)
+            assert self.process.stdout is not None
+            while self.frames_read < self.expected:
+                while not self.slots.acquire(timeout=0.1):
+                    if self.stop.is_set():
+                        raise Stopped
+                data = self.process.stdout.read(frame_bytes)
+                if len(data) < frame_bytes:
+                    self.slots.release()
+                    break
+                frame = np.frombuffer(data, dtype=np.uint8).reshape(self.shape).copy()
+                self.output.put(FrameItem(self.first_index + self.frames_read, frame), self.stop)
+                self.frames_read += 1
+            code = self.process.wait()
+            tail.join()
+            if self.frames_read < self.expected:
+                raise FfmpegError(
+                    f"ffmpeg decoded {self.frames_read} of {self.expected} frames from frame {self.first_index} "
+                    f"(exit code {code}): {tail.text() or 'the file ends early'}; the video may be truncated or corrupt"
+                )
+            self.output.put(END, self.stop)
+        except Stopped:
+            pass
+        except BaseException as error:  # handed to the pipeline's owner
+            self.error = error
+            self.stop.set()
+        finally:
+            if self.process is not None:
+                stop_process(self.process)
+
+    def join(self) -> None:
+        self.thread.join()

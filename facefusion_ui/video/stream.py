@@ -1,0 +1,209 @@
+"""One chunk through the streaming pipeline: decoder thread -> frame workers -> ordered encoder.
+
+Bounds: the decoder waits for a free slot before reading each frame, and a slot is freed only when the
+frame has been written, so at most ``2 * frame_queue_size + execution_threads`` frames are in memory
+whatever the video's length. Every thread and ffmpeg process is ended on success, error or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from facefusion_ui.errors import CancelledError, FfmpegError, InputError
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame
+from facefusion_ui.video.chunks import Chunk
+from facefusion_ui.video.commands import decode_args, encode_args, extract_frames_args
+from facefusion_ui.video.ffmpeg import run_tool, stderr_tail
+from facefusion_ui.video.probe import VideoInfo
+from facefusion_ui.video.queues import BoundedQueue, Stopped
+from facefusion_ui.video.reader import END, FrameItem, FrameReader
+from facefusion_ui.video.writer import FrameWriter
+
+FrameFunction = Callable[[Frame, int, float], Frame]
+"""(frame, frame number, time in seconds) -> processed frame."""
+FrameDone = Callable[[], None]
+
+
+@dataclass
+class ChunkRun:
+    frames: int
+    seconds: float
+    queues: dict[str, Any] = field(default_factory=dict)
+
+
+def in_flight_limit(settings: Settings) -> int:
+    return 2 * settings.frame_queue_size + settings.execution_threads
+
+
+def run_chunk(
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    frame_done: FrameDone, cancel: threading.Event | None = None,
+) -> ChunkRun:  # fmt: skip
+    if settings.video_temp_frame_format is not None:
+        return run_chunk_with_frames(ffmpeg, info, chunk, segment, process_frame, settings, frame_done, cancel)
+    return run_streamed_chunk(ffmpeg, info, chunk, segment, process_frame, settings, frame_done, cancel)
+
+
+def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path, pattern: str = "-") -> list[str]:
+    return encode_args(
+        ffmpeg, info.width, info.height, info.fps, settings.output_video_encoder, settings.output_video_quality,
+        settings.output_video_preset, segment, pattern,
+    )  # fmt: skip
+
+
+def run_streamed_chunk(
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    frame_done: FrameDone, cancel: threading.Event | None = None,
+) -> ChunkRun:  # fmt: skip
+    started = time.perf_counter()
+    stop = threading.Event()
+    inputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
+    outputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
+    slots = threading.Semaphore(in_flight_limit(settings))
+    decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
+    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, inputs, stop, slots)
+    writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
+    errors: list[BaseException] = []
+    written = [0]
+
+    def work() -> None:
+        try:
+            while True:
+                item = inputs.get(stop)
+                if item is END:
+                    inputs.put(END, stop)  # let the other workers see the end too
+                    return
+                if cancel is not None and cancel.is_set():
+                    raise CancelledError("the job was cancelled")
+                frame = process_frame(item.frame, item.index, float(info.frame_times[item.index]))
+                outputs.put(FrameItem(item.index, frame), stop)
+        except Stopped:
+            pass
+        except BaseException as error:  # handed to the owner below
+            errors.append(error)
+            stop.set()
+
+    def write() -> None:
+        pending: dict[int, Frame] = {}
+        next_index = chunk.start
+        try:
+            while next_index < chunk.end:
+                item = outputs.get(stop)
+                pending[item.index] = item.frame
+                while next_index in pending:
+                    writer.write(pending.pop(next_index))
+                    next_index += 1
+                    written[0] += 1
+                    slots.release()
+                    frame_done()
+        except Stopped:
+            pass
+        except BaseException as error:
+            errors.append(error)
+            stop.set()
+
+    workers = [threading.Thread(target=work, name=f"frame-worker-{i}", daemon=True)
+               for i in range(settings.execution_threads)]  # fmt: skip
+    write_thread = threading.Thread(target=write, name="frame-writer", daemon=True)
+    try:
+        reader.start()
+        for worker in workers:
+            worker.start()
+        write_thread.start()
+        while write_thread.is_alive():
+            write_thread.join(timeout=0.2)
+            if reader.error is not None:
+                stop.set()
+    except BaseException:
+        stop.set()  # Ctrl-C in the main thread: end everything below, then let it propagate
+        raise
+    finally:
+        stop.set()
+        reader.join()
+        for worker in workers:
+            worker.join()
+        write_thread.join()
+        problem = reader.error or (errors[0] if errors else None)
+        if problem is None and written[0] == chunk.frames:
+            writer.close()
+        else:
+            writer.abort()
+            segment.unlink(missing_ok=True)
+    if problem is not None:
+        raise problem
+    if written[0] != chunk.frames:
+        raise FfmpegError(f"chunk {chunk.index} wrote {written[0]} of {chunk.frames} frames")
+    return ChunkRun(
+        written[0],
+        time.perf_counter() - started,
+        {"inputs": inputs.stats(), "outputs": outputs.stats(), "in_flight_limit": in_flight_limit(settings)},
+    )
+
+
+def run_chunk_with_frames(
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    frame_done: FrameDone, cancel: threading.Event | None = None,
+) -> ChunkRun:  # fmt: skip
+    """The temp-frames mode: extract the chunk's frames to files, process them, encode the results."""
+    started = time.perf_counter()
+    suffix = f".{settings.video_temp_frame_format}"
+    extracted = segment.parent / f"frames_{chunk.index:05d}"
+    processed = segment.parent / f"processed_{chunk.index:05d}"
+    for folder in (extracted, processed):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    completed = run_tool(extract_frames_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames,
+                                             extracted / f"%08d{suffix}"))  # fmt: skip
+    files = sorted(extracted.glob(f"*{suffix}"))
+    if completed.returncode != 0 or len(files) != chunk.frames:
+        raise FfmpegError(
+            f"ffmpeg extracted {len(files)} of {chunk.frames} frames of chunk {chunk.index}: "
+            f"{stderr_tail(completed.stderr) or 'the video may be truncated'}"
+        )
+
+    def one(position: int) -> None:
+        if cancel is not None and cancel.is_set():
+            raise CancelledError("the job was cancelled")
+        image = cv2.imread(str(files[position]), cv2.IMREAD_COLOR)
+        if image is None:
+            raise InputError(f"cannot read the extracted frame {files[position]}")
+        index = chunk.start + position
+        result = process_frame(np.asarray(image, dtype=np.uint8), index, float(info.frame_times[index]))
+        cv2.imwrite(str(processed / f"{position:08d}.png"), result)
+        frame_done()
+
+    with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
+        for future in [pool.submit(one, position) for position in range(len(files))]:
+            future.result()
+    encoded = run_tool(_encoder(ffmpeg, info, settings, segment, str(processed / "%08d.png")))
+    if encoded.returncode != 0:
+        segment.unlink(missing_ok=True)
+        raise FfmpegError(f"the encoder failed on chunk {chunk.index}: {stderr_tail(encoded.stderr)}")
+    if not settings.keep_temp:
+        shutil.rmtree(extracted, ignore_errors=True)
+        shutil.rmtree(processed, ignore_errors=True)
+    return ChunkRun(len(files), time.perf_counter() - started)
+
+
+def read_frame(ffmpeg: str, info: VideoInfo, index: int) -> Frame:
+    """One decoded frame (the reference frame), upright, as BGR."""
+    import subprocess
+
+    command = decode_args(ffmpeg, Path(info.path), info.seek_time(index), 1)
+    completed = subprocess.run(command, capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=300)
+    size = info.width * info.height * 3
+    if completed.returncode != 0 or len(completed.stdout) < size:
+        raise FfmpegError(f"cannot decode frame {index}: {stderr_tail(completed.stderr.decode('utf-8', 'replace'))}")
+    frame: Frame = np.frombuffer(completed.stdout[:size], dtype=np.uint8).reshape(info.height, info.width, 3).copy()
+    return frame

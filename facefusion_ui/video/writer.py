@@ -1,0 +1,44 @@
+"""The encoder: frames written in order into an ffmpeg process's stdin."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+
+from facefusion_ui.errors import FfmpegError
+from facefusion_ui.types import Frame
+from facefusion_ui.video.reader import StderrTail, start_process, stop_process
+
+
+class FrameWriter:
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.process: subprocess.Popen[bytes] = start_process(command, stdin=True)
+        self.tail = StderrTail(self.process.stderr)
+        self.frames_written = 0
+
+    def write(self, frame: Frame) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(frame.tobytes())
+        except BrokenPipeError as error:
+            self.process.wait()
+            self.tail.join()
+            raise FfmpegError(
+                f"the encoder stopped early (exit code {self.process.returncode}): {self.tail.text()}"
+            ) from error
+        self.frames_written += 1
+
+    def close(self) -> None:
+        """Finish the file; an FfmpegError with ffmpeg's last lines if encoding failed."""
+        assert self.process.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        code = self.process.wait()
+        self.tail.join()
+        if code != 0:
+            raise FfmpegError(f"the encoder failed (exit code {code}): {self.tail.text()}")
+
+    def abort(self) -> None:
+        stop_process(self.process)
+        self.tail.join()

@@ -1,0 +1,136 @@
+"""Test videos made at test time from package photos: a face that moves and scales, a cut, two people,
+optional sine-tone audio, rotation metadata, odd sizes, variable frame rate."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from tests.support import media
+
+FrameMaker = Callable[[int], np.ndarray]
+
+
+def face_crop(image: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    x1, y1, x2, y2 = box
+    return np.ascontiguousarray(image[y1:y2, x1:x2])
+
+
+def grace_head() -> np.ndarray:
+    return face_crop(media.grace_hopper(), (130, 60, 390, 360))
+
+
+def t1_pair() -> tuple[np.ndarray, np.ndarray]:
+    image = media.t1()
+    return face_crop(image, (20, 240, 210, 430)), face_crop(image, (1080, 250, 1270, 440))
+
+
+def background(width: int, height: int) -> np.ndarray:
+    ramp = np.linspace(60, 140, width, dtype=np.float32)
+    canvas = np.repeat(ramp[None, :, None], height, axis=0).repeat(3, axis=2)
+    canvas[..., 0] += 20
+    return canvas.astype(np.uint8)
+
+
+def paste(canvas: np.ndarray, patch: np.ndarray, x: int, y: int) -> None:
+    h, w = patch.shape[:2]
+    x0, y0 = max(x, 0), max(y, 0)
+    x1, y1 = min(x + w, canvas.shape[1]), min(y + h, canvas.shape[0])
+    if x1 > x0 and y1 > y0:
+        canvas[y0:y1, x0:x1] = patch[y0 - y : y1 - y, x0 - x : x1 - x]
+
+
+def moving_face(width: int, height: int, frames: int, cut_at: int | None = None) -> FrameMaker:
+    """Grace Hopper's head drifting right and growing; after ``cut_at``, two t1 people side by side."""
+    head = grace_head()
+    left, right = t1_pair()
+
+    def make(index: int) -> np.ndarray:
+        canvas = background(width, height)
+        if cut_at is not None and index >= cut_at:
+            size = int(height * 0.55)
+            paste(canvas, cv2.resize(left, (size, size)), int(width * 0.05) + index % 7, int(height * 0.2))
+            paste(canvas, cv2.resize(right, (size, size)), int(width * 0.52) - index % 5, int(height * 0.22))
+            return canvas
+        t = index / max(frames - 1, 1)
+        size = int(height * (0.55 + 0.25 * t))
+        patch = cv2.resize(head, (int(size * head.shape[1] / head.shape[0]), size))
+        paste(canvas, patch, int((width - patch.shape[1]) * (0.2 + 0.5 * t)), int((height - size) * 0.4))
+        return canvas
+
+    return make
+
+
+def blank(width: int, height: int) -> FrameMaker:
+    def make(index: int) -> np.ndarray:
+        canvas = background(width, height)
+        cv2.circle(canvas, (20 + index * 3 % (width - 40), height // 2), 15, (0, 200, 255), -1)
+        return canvas
+
+    return make
+
+
+def write_video(
+    path: Path, make: FrameMaker, frames: int, fps: Fraction = Fraction(25), audio: bool = False,
+    rotation: int = 0, frame_durations: list[float] | None = None, codec: str = "libx264",
+) -> Path:  # fmt: skip
+    """Encode ``frames`` frames (from ``make``) with real ffmpeg; a sine tone when ``audio``."""
+    ffmpeg = resolve_ffmpeg().path
+    first = make(0)
+    height, width = first.shape[:2]
+    raw = path.with_suffix(".raw.mkv") if (rotation or frame_durations) else path
+    # odd sizes stay odd: yuv444p allows them (yuv420p would need padding)
+    pixels = "yuv444p" if width % 2 or height % 2 else "yuv420p"
+    command = [ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s",
+               f"{width}x{height}", "-framerate", f"{fps.numerator}/{fps.denominator}", "-i", "-"]  # fmt: skip
+    if audio:
+        command += ["-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=44100:duration={float(frames / fps):.4f}"]
+    command += ["-c:v", codec, "-crf", "12", "-pix_fmt", pixels, "-g", "12"]
+    command += ["-preset", "ultrafast"] if codec == "libx264" else []
+    command += (["-c:a", "aac", "-shortest"] if audio else []) + ["-y", str(raw)]
+    encoder = subprocess.Popen(command, stdin=subprocess.PIPE)
+    assert encoder.stdin is not None
+    for index in range(frames):
+        encoder.stdin.write(make(index).tobytes())
+    encoder.stdin.close()
+    assert encoder.wait() == 0
+    if frame_durations:
+        return _retime(raw, path, frame_durations)
+    if rotation:
+        subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-display_rotation", str(rotation), "-i",
+                        str(raw), "-c", "copy", "-y", str(path)], check=True)  # fmt: skip
+        raw.unlink()
+    return path
+
+
+def _retime(raw: Path, path: Path, durations: list[float]) -> Path:
+    """Variable frame rate: rewrite the frame timestamps with the given per-frame durations."""
+    ffmpeg = resolve_ffmpeg().path
+    stamps = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+    expression = "+".join(f"between(N,{i},{i})*{t:.6f}" for i, t in enumerate(stamps))
+    subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(raw), "-vf",
+                    f"setpts=({expression})/TB", "-fps_mode", "passthrough", "-c:v", "libx264", "-preset",
+                    "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", "-video_track_timescale", "1000", "-y",
+                    str(path)], check=True)  # fmt: skip
+    raw.unlink()
+    return path
+
+
+def decode_all(path: Path) -> list[np.ndarray]:
+    """Every frame of a video as BGR (upright), for frame-exact comparisons."""
+    from facefusion_ui.video.probe import probe_video
+
+    info = probe_video(path)
+    ffmpeg = resolve_ffmpeg().path
+    data = subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:v:0",
+                           "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+    size = info.width * info.height * 3
+    return [np.frombuffer(data[i : i + size], np.uint8).reshape(info.height, info.width, 3)
+            for i in range(0, len(data), size)]  # fmt: skip
