@@ -49,3 +49,21 @@ class BoundedQueue(Generic[Item]):
 
     def stats(self) -> dict[str, Any]:
         return {"maxsize": self.maxsize, "high_water": self.high_water}
+
+
+class InFlight:
+    """Frames decoded but not yet written: counted, with the highest count seen (for tests and stats)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+    def remove(self) -> None:
+        with self._lock:
+            self.now -= 1

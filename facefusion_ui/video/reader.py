@@ -11,7 +11,7 @@ import numpy as np
 
 from facefusion_ui.errors import FfmpegError
 from facefusion_ui.types import Frame
-from facefusion_ui.video.queues import BoundedQueue, Stopped
+from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 
 STDERR_LINES = 40
 
@@ -67,7 +67,9 @@ class FrameReader:
     def __init__(
         self, command: list[str], width: int, height: int, first_index: int, expected: int,
         output: BoundedQueue[FrameItem], stop: threading.Event, slots: threading.Semaphore,
+        in_flight: InFlight | None = None,
     ) -> None:  # fmt: skip
+        self.in_flight = in_flight
         self.command = command
         self.shape = (height, width, 3)
         self.first_index = first_index
@@ -98,6 +100,8 @@ class FrameReader:
                     self.slots.release()
                     break
                 frame = np.frombuffer(data, dtype=np.uint8).reshape(self.shape).copy()
+                if self.in_flight is not None:
+                    self.in_flight.add()
                 self.output.put(FrameItem(self.first_index + self.frames_read, frame), self.stop)
                 self.frames_read += 1
             code = self.process.wait()

@@ -23,10 +23,10 @@ from facefusion_ui.errors import CancelledError, FfmpegError, InputError
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
-from facefusion_ui.video.commands import decode_args, encode_args, extract_frames_args
-from facefusion_ui.video.ffmpeg import run_tool, stderr_tail
+from facefusion_ui.video.commands import decode_args, encode_args
+from facefusion_ui.video.ffmpeg import stderr_tail
 from facefusion_ui.video.probe import VideoInfo
-from facefusion_ui.video.queues import BoundedQueue, Stopped
+from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import END, FrameItem, FrameReader
 from facefusion_ui.video.writer import FrameWriter
 
@@ -72,7 +72,8 @@ def run_streamed_chunk(
     outputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
     slots = threading.Semaphore(in_flight_limit(settings))
     decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
-    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, inputs, stop, slots)
+    in_flight = InFlight()
+    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, inputs, stop, slots, in_flight)
     writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
     errors: list[BaseException] = []
     written = [0]
@@ -103,6 +104,7 @@ def run_streamed_chunk(
                 pending[item.index] = item.frame
                 while next_index in pending:
                     writer.write(pending.pop(next_index))
+                    in_flight.remove()
                     next_index += 1
                     written[0] += 1
                     slots.release()
@@ -144,18 +146,23 @@ def run_streamed_chunk(
         raise problem
     if written[0] != chunk.frames:
         raise FfmpegError(f"chunk {chunk.index} wrote {written[0]} of {chunk.frames} frames")
-    return ChunkRun(
-        written[0],
-        time.perf_counter() - started,
-        {"inputs": inputs.stats(), "outputs": outputs.stats(), "in_flight_limit": in_flight_limit(settings)},
-    )
+    queues = {
+        "inputs": inputs.stats(),
+        "outputs": outputs.stats(),
+        "in_flight_limit": in_flight_limit(settings),
+        "in_flight_most": in_flight.most,
+    }
+    return ChunkRun(written[0], time.perf_counter() - started, queues)
 
 
 def run_chunk_with_frames(
     ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
     frame_done: FrameDone, cancel: threading.Event | None = None,
 ) -> ChunkRun:  # fmt: skip
-    """The temp-frames mode: extract the chunk's frames to files, process them, encode the results."""
+    """The temp-frames mode: the chunk's frames written to files, processed, then encoded.
+
+    Frames come from the same decoder and go to the same encoder as in streaming, so with PNG files the
+    result is the streaming result frame for frame; JPEG files add their compression."""
     started = time.perf_counter()
     suffix = f".{settings.video_temp_frame_format}"
     extracted = segment.parent / f"frames_{chunk.index:05d}"
@@ -163,14 +170,7 @@ def run_chunk_with_frames(
     for folder in (extracted, processed):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-    completed = run_tool(extract_frames_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames,
-                                             extracted / f"%08d{suffix}"))  # fmt: skip
-    files = sorted(extracted.glob(f"*{suffix}"))
-    if completed.returncode != 0 or len(files) != chunk.frames:
-        raise FfmpegError(
-            f"ffmpeg extracted {len(files)} of {chunk.frames} frames of chunk {chunk.index}: "
-            f"{stderr_tail(completed.stderr) or 'the video may be truncated'}"
-        )
+    files = extract_frames(ffmpeg, info, chunk, extracted, suffix)
 
     def one(position: int) -> None:
         if cancel is not None and cancel.is_set():
@@ -186,14 +186,48 @@ def run_chunk_with_frames(
     with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
         for future in [pool.submit(one, position) for position in range(len(files))]:
             future.result()
-    encoded = run_tool(_encoder(ffmpeg, info, settings, segment, str(processed / "%08d.png")))
-    if encoded.returncode != 0:
+    writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
+    try:
+        for position in range(len(files)):
+            writer.write(np.asarray(cv2.imread(str(processed / f"{position:08d}.png"), cv2.IMREAD_COLOR)))
+        writer.close()
+    except BaseException:
+        writer.abort()
         segment.unlink(missing_ok=True)
-        raise FfmpegError(f"the encoder failed on chunk {chunk.index}: {stderr_tail(encoded.stderr)}")
+        raise
     if not settings.keep_temp:
         shutil.rmtree(extracted, ignore_errors=True)
         shutil.rmtree(processed, ignore_errors=True)
     return ChunkRun(len(files), time.perf_counter() - started)
+
+
+def extract_frames(ffmpeg: str, info: VideoInfo, chunk: Chunk, folder: Path, suffix: str) -> list[Path]:
+    """Decode the chunk (as streaming does) and write each frame as ``%08d`` + ``suffix``."""
+    stop = threading.Event()
+    frames: BoundedQueue[FrameItem] = BoundedQueue(8)
+    slots = threading.Semaphore(16)
+    decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
+    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, frames, stop, slots)
+    files: list[Path] = []
+    params = [cv2.IMWRITE_JPEG_QUALITY, 95] if suffix == ".jpg" else []
+    reader.start()
+    try:
+        while True:
+            item = frames.get(stop)
+            if item is END:
+                break
+            path = folder / f"{item.index - chunk.start:08d}{suffix}"
+            cv2.imwrite(str(path), item.frame, params)
+            files.append(path)
+            slots.release()
+    except Stopped:
+        pass
+    finally:
+        stop.set()
+        reader.join()
+    if reader.error is not None:
+        raise reader.error
+    return files
 
 
 def read_frame(ffmpeg: str, info: VideoInfo, index: int) -> Frame:

@@ -82,7 +82,14 @@ def write_video(
 ) -> Path:  # fmt: skip
     """Encode ``frames`` frames (from ``make``) with real ffmpeg; a sine tone when ``audio``."""
     ffmpeg = resolve_ffmpeg().path
-    first = make(0)
+    # like a phone: frames are stored sideways and the rotation tag (counter-clockwise) turns them upright
+    stored = {0: None, 90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}[rotation]
+
+    def frame(index: int) -> np.ndarray:
+        image = make(index)
+        return np.ascontiguousarray(cv2.rotate(image, stored)) if stored is not None else image
+
+    first = frame(0)
     height, width = first.shape[:2]
     raw = path.with_suffix(".raw.mkv") if (rotation or frame_durations) else path
     # odd sizes stay odd: yuv444p allows them (yuv420p would need padding)
@@ -97,7 +104,7 @@ def write_video(
     encoder = subprocess.Popen(command, stdin=subprocess.PIPE)
     assert encoder.stdin is not None
     for index in range(frames):
-        encoder.stdin.write(make(index).tobytes())
+        encoder.stdin.write(frame(index).tobytes())
     encoder.stdin.close()
     assert encoder.wait() == 0
     if frame_durations:
@@ -113,7 +120,8 @@ def _retime(raw: Path, path: Path, durations: list[float]) -> Path:
     """Variable frame rate: rewrite the frame timestamps with the given per-frame durations."""
     ffmpeg = resolve_ffmpeg().path
     stamps = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
-    expression = "+".join(f"between(N,{i},{i})*{t:.6f}" for i, t in enumerate(stamps))
+    # commas inside a filter's argument are escaped for the filtergraph parser
+    expression = "+".join(f"between(N\\,{i}\\,{i})*{t:.6f}" for i, t in enumerate(stamps))
     subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(raw), "-vf",
                     f"setpts=({expression})/TB", "-fps_mode", "passthrough", "-c:v", "libx264", "-preset",
                     "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", "-video_track_timescale", "1000", "-y",
@@ -128,7 +136,8 @@ def decode_all(path: Path) -> list[np.ndarray]:
 
     info = probe_video(path)
     ffmpeg = resolve_ffmpeg().path
-    data = subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:v:0",
+    data = subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-sws_flags", "accurate_rnd+full_chroma_int",
+                           "-i", str(path), "-map", "0:v:0",
                            "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"],
                           capture_output=True, check=True).stdout  # fmt: skip
     size = info.width * info.height * 3
