@@ -177,7 +177,8 @@ def process_video(
             tracker.skip(chunk.frames)
             continue
         partial = work_dir / f"part_{chunk.segment_name}"
-        run = run_chunk(ffmpeg, info, chunk, partial, pipeline.process, settings, tracker.advance, cancel)
+        pipeline.begin_chunk()
+        run = run_chunk(ffmpeg, info, chunk, partial, pipeline, settings, tracker.advance, cancel)
         os.replace(partial, work_dir / chunk.segment_name)
         manifest.record(chunk, run.frames, run.seconds)
         chunk_runs.append(run)

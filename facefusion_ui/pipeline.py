@@ -1,6 +1,8 @@
-"""A job's frame pipeline: analyse -> select -> processors, with the models and sources prepared once.
+"""A job's frame pipeline, in two stages, with the models and sources prepared once.
 
-Shared by the image and the video workflows; one per job, built on the process's ``ModelRuntime``.
+``analyse`` (detect -> landmarks -> identity through tracker and cache -> select) keeps state from frame
+to frame, so it must see frames in order; ``apply`` (the processors) is stateless per frame and runs on
+several threads. Shared by the image and the video workflows; one per job, on the process's runtime.
 """
 
 from __future__ import annotations
@@ -11,17 +13,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
+from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.processors.base import FrameContext, Processor
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame
+
+
+@dataclass(frozen=True)
+class FrameAnalysis:
+    faces: list[Face]
+    selected: list[Face]
 
 
 @dataclass
@@ -48,6 +60,13 @@ class FramePipeline:
         self.scale: RecognizerScale = analyser.recognizer_scale(settings)
         self.reference: Embedding | None = None
         self.stats = PipelineStats()
+        self.identities: IdentityTracker | None = None
+        if settings.face_identity_cache:
+            threshold = (
+                settings.face_recognition_score if settings.face_recognition_score is not None else self.scale.threshold
+            )
+            cache = IdentityCache(self.scale.metric, threshold, settings.face_cache_limit, settings.face_cache_lifetime)
+            self.identities = IdentityTracker(cache)
         if settings.face_selector_mode == "reference" and settings.reference_face_from == "source":
             self.reference = sources.mean_raw_embedding()
 
@@ -73,8 +92,36 @@ class FramePipeline:
     def needs_embeddings(self) -> bool:
         return self.settings.face_selector_mode == "reference"
 
-    def analyse(self, frame: Frame) -> list[Face]:
-        return self.analyser.analyse(frame, self.settings, embeddings=self.needs_embeddings)
+    def begin_chunk(self) -> None:
+        """Called before each chunk: the strict scope forgets identities between chunks."""
+        if self.identities is not None and self.settings.face_cache_scope == "chunk":
+            self.identities.cache.clear()
+            self.identities.reset()
+
+    def analyse(self, frame: Frame, index: int = 0, timestamp: float = 0.0) -> FrameAnalysis:
+        """Faces of ``frame`` and the ones to process. Call in frame order (tracking state)."""
+        faces = self.analyser.analyse(frame, self.settings, embeddings=False)
+        if self.needs_embeddings and faces:
+            rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])
+
+            def embed(face: Face) -> Embedding:
+                return self.analyser.embedding(frame, rgb, face, self.settings)
+
+            if self.identities is not None:
+                faces = [face for face, _ in self.identities.resolve(faces, index, timestamp, embed)]
+            else:
+                faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
+        selected = select_faces(faces, self.settings, self.reference, self.scale)
+        self.stats.frames += 1
+        self.stats.faces_selected += len(selected)
+        return FrameAnalysis(faces, selected)
+
+    def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
+        """Run the processors on the selected faces; safe to call from several threads."""
+        context = FrameContext(index, timestamp, self.settings, analysis.selected, self.sources)
+        for processor in self.processors:
+            frame = processor.process_frame(frame, context)
+        return frame
 
     def set_reference_from(self, frame: Frame) -> None:
         """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
@@ -90,14 +137,7 @@ class FramePipeline:
         self.reference = chosen.embedding
 
     def process(self, frame: Frame, index: int = 0, timestamp: float = 0.0) -> Frame:
-        faces = self.analyse(frame)
-        selected = select_faces(faces, self.settings, self.reference, self.scale)
-        context = FrameContext(index, timestamp, self.settings, selected, self.sources)
-        for processor in self.processors:
-            frame = processor.process_frame(frame, context)
-        self.stats.frames += 1
-        self.stats.faces_selected += len(selected)
-        return frame
+        return self.apply(frame, self.analyse(frame, index, timestamp), index, timestamp)
 
     def release(self) -> None:
         """Free the processors' caches and every model of the runtime (they reload on next use)."""
@@ -116,10 +156,12 @@ class FramePipeline:
 
     def summary(self) -> dict[str, Any]:
         swapped = sum(getattr(p, "faces_swapped", 0) for p in self.processors if p.name == "face_swapper")
+        cache = self.identities.cache.stats.to_json() if self.identities is not None else None
         return {
             "faces_detected": self.analyser.counters.faces_detected,
             "faces_selected": self.stats.faces_selected,
             "faces_swapped": swapped,
             "recognizer_calls": self.analyser.counters.recognizer_calls,
+            "identity_cache": cache,
             "models_used": self.models_used(),
         }

@@ -27,6 +27,7 @@ PRESET_KEYS = (
     "max_concurrent_jobs",
     "release_models",
     "memory_threshold_mb",
+    "face_cache_scope",
 )
 """The settings a preset may set; every preset file sets all of them."""
 

@@ -7,6 +7,7 @@ round-trips through JSON exactly, so a queued job keeps the settings it was queu
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -19,6 +20,7 @@ from typing import Any
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
     ExecutionProvider,
+    FaceCacheScope,
     FaceDetectorModel,
     FaceEnhancerModel,
     FaceLandmarkerModel,
@@ -113,7 +115,7 @@ class Flag(Rule):
         return value
 
     def cli_options(self) -> dict[str, Any]:
-        return {"action": "store_true"}
+        return {"action": argparse.BooleanOptionalAction}
 
 
 @dataclass(frozen=True)
@@ -217,6 +219,10 @@ class Settings:
     )
     face_cache_limit: int = _setting(100, whole_number(1, 100000), "identities kept in the cache")
     face_cache_lifetime: float = _setting(20.0, number(0.0, 86400.0), "seconds of video an identity lives")
+    face_identity_cache: bool = _setting(True, flag, "remember identities: skip the recognizer for tracked faces")
+    face_cache_scope: FaceCacheScope = _setting(
+        "job", one_of(choices(FaceCacheScope)), "identities carry over chunks (job) or reset per chunk"
+    )
     face_mask_blur: float = _setting(0.3, number(0.0, 1.0), "paste-back mask feathering")
     video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")
     video_temp_frame_format: TempFrameFormat | None = _setting(

@@ -32,6 +32,7 @@ ExecutionProvider = Literal["cuda", "tensorrt", "rocm", "directml", "coreml", "o
 JobStatus = Literal["queued", "running", "completed", "failed", "cancelled"]
 Fp16Mode = Literal["on", "off", "auto"]
 ReleasePolicy = Literal["after_chunk", "after_job", "never"]
+FaceCacheScope = Literal["job", "chunk"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
 ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer"]

@@ -210,9 +210,9 @@ def test_truncated_stream_is_an_ffmpeg_error(
 def test_queues_stay_within_their_bounds(clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path) -> None:
     settings = FAST.with_items(frame_queue_size=3, execution_threads=2)
     queues: Any = run(clips, shared_runtime, "talking", tmp_path / "out.mp4", settings)["queues"]
-    for name in ("inputs", "outputs"):
+    for name in ("inputs", "analysed", "outputs"):
         assert 1 <= queues[name]["high_water"] <= queues[name]["maxsize"] == 3
-    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 2 * 3 + 2
+    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 3 * 3 + 2 + 1
 
 
 def ffmpeg_children() -> list[psutil.Process]:

@@ -1,7 +1,8 @@
-"""One chunk through the streaming pipeline: decoder thread -> frame workers -> ordered encoder.
+"""One chunk through the streaming pipeline:
+decoder thread -> analysis thread (in frame order) -> frame workers (processors) -> ordered encoder.
 
 Bounds: the decoder waits for a free slot before reading each frame, and a slot is freed only when the
-frame has been written, so at most ``2 * frame_queue_size + execution_threads`` frames are in memory
+frame has been written, so at most ``3 * frame_queue_size + execution_threads + 1`` frames are in memory
 whatever the video's length. Every thread and ffmpeg process is ended on success, error or Ctrl-C.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import cv2
 import numpy as np
@@ -30,9 +31,15 @@ from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import END, FrameItem, FrameReader
 from facefusion_ui.video.writer import FrameWriter
 
-FrameFunction = Callable[[Frame, int, float], Frame]
-"""(frame, frame number, time in seconds) -> processed frame."""
 FrameDone = Callable[[], None]
+
+
+class FrameStages(Protocol):
+    """``analyse`` sees the frames in order (tracking state); ``apply`` may run on several threads."""
+
+    def analyse(self, frame: Frame, index: int, timestamp: float) -> Any: ...
+
+    def apply(self, frame: Frame, analysis: Any, index: int, timestamp: float) -> Frame: ...
 
 
 @dataclass
@@ -43,16 +50,16 @@ class ChunkRun:
 
 
 def in_flight_limit(settings: Settings) -> int:
-    return 2 * settings.frame_queue_size + settings.execution_threads
+    return 3 * settings.frame_queue_size + settings.execution_threads + 1
 
 
 def run_chunk(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
     frame_done: FrameDone, cancel: threading.Event | None = None,
 ) -> ChunkRun:  # fmt: skip
     if settings.video_temp_frame_format is not None:
-        return run_chunk_with_frames(ffmpeg, info, chunk, segment, process_frame, settings, frame_done, cancel)
-    return run_streamed_chunk(ffmpeg, info, chunk, segment, process_frame, settings, frame_done, cancel)
+        return run_chunk_with_frames(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
+    return run_streamed_chunk(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
 
 
 def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path, pattern: str = "-") -> list[str]:
@@ -63,12 +70,13 @@ def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path, pa
 
 
 def run_streamed_chunk(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
     frame_done: FrameDone, cancel: threading.Event | None = None,
 ) -> ChunkRun:  # fmt: skip
     started = time.perf_counter()
     stop = threading.Event()
     inputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
+    analysed: BoundedQueue[tuple[FrameItem, Any]] = BoundedQueue(settings.frame_queue_size)
     outputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
     slots = threading.Semaphore(in_flight_limit(settings))
     decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
@@ -78,16 +86,31 @@ def run_streamed_chunk(
     errors: list[BaseException] = []
     written = [0]
 
-    def work() -> None:
+    def analyse() -> None:
         try:
             while True:
                 item = inputs.get(stop)
                 if item is END:
-                    inputs.put(END, stop)  # let the other workers see the end too
+                    analysed.put((END, None), stop)
                     return
                 if cancel is not None and cancel.is_set():
                     raise CancelledError("the job was cancelled")
-                frame = process_frame(item.frame, item.index, float(info.frame_times[item.index]))
+                analysis = stages.analyse(item.frame, item.index, float(info.frame_times[item.index]))
+                analysed.put((item, analysis), stop)
+        except Stopped:
+            pass
+        except BaseException as error:  # handed to the owner below
+            errors.append(error)
+            stop.set()
+
+    def work() -> None:
+        try:
+            while True:
+                item, analysis = analysed.get(stop)
+                if item is END:
+                    analysed.put((END, None), stop)  # let the other workers see the end too
+                    return
+                frame = stages.apply(item.frame, analysis, item.index, float(info.frame_times[item.index]))
                 outputs.put(FrameItem(item.index, frame), stop)
         except Stopped:
             pass
@@ -117,6 +140,7 @@ def run_streamed_chunk(
 
     workers = [threading.Thread(target=work, name=f"frame-worker-{i}", daemon=True)
                for i in range(settings.execution_threads)]  # fmt: skip
+    workers.append(threading.Thread(target=analyse, name="frame-analysis", daemon=True))
     write_thread = threading.Thread(target=write, name="frame-writer", daemon=True)
     try:
         reader.start()
@@ -148,6 +172,7 @@ def run_streamed_chunk(
         raise FfmpegError(f"chunk {chunk.index} wrote {written[0]} of {chunk.frames} frames")
     queues = {
         "inputs": inputs.stats(),
+        "analysed": analysed.stats(),
         "outputs": outputs.stats(),
         "in_flight_limit": in_flight_limit(settings),
         "in_flight_most": in_flight.most,
@@ -156,7 +181,7 @@ def run_streamed_chunk(
 
 
 def run_chunk_with_frames(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, process_frame: FrameFunction, settings: Settings,
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
     frame_done: FrameDone, cancel: threading.Event | None = None,
 ) -> ChunkRun:  # fmt: skip
     """The temp-frames mode: the chunk's frames written to files, processed, then encoded.
@@ -172,19 +197,27 @@ def run_chunk_with_frames(
         folder.mkdir(parents=True)
     files = extract_frames(ffmpeg, info, chunk, extracted, suffix)
 
-    def one(position: int) -> None:
-        if cancel is not None and cancel.is_set():
-            raise CancelledError("the job was cancelled")
-        image = cv2.imread(str(files[position]), cv2.IMREAD_COLOR)
-        if image is None:
-            raise InputError(f"cannot read the extracted frame {files[position]}")
+    def apply(position: int, image: Frame, analysis: Any) -> None:
         index = chunk.start + position
-        result = process_frame(np.asarray(image, dtype=np.uint8), index, float(info.frame_times[index]))
+        result = stages.apply(image, analysis, index, float(info.frame_times[index]))
         cv2.imwrite(str(processed / f"{position:08d}.png"), result)
         frame_done()
 
     with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
-        for future in [pool.submit(one, position) for position in range(len(files))]:
+        pending = []
+        for position, path in enumerate(files):  # analysis in frame order, processors in parallel
+            if cancel is not None and cancel.is_set():
+                raise CancelledError("the job was cancelled")
+            image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+            if image is None:
+                raise InputError(f"cannot read the extracted frame {path}")
+            frame = np.asarray(image, dtype=np.uint8)
+            index = chunk.start + position
+            analysis = stages.analyse(frame, index, float(info.frame_times[index]))
+            pending.append(pool.submit(apply, position, frame, analysis))
+            if len(pending) > 2 * settings.execution_threads:
+                pending.pop(0).result()
+        for future in pending:
             future.result()
     writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
     try:

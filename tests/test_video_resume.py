@@ -1,0 +1,133 @@
+"""Crash-safe resume with real processes: SIGKILL in the middle of a chunk, run again, skip what was
+finished, and end frame-exact; changed settings start over; Ctrl-C stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import psutil
+import pytest
+
+from facefusion_ui.core import process
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.state_manager import StateManager
+from tests.conftest import ROOT
+from tests.support import media, videos
+
+FRAMES = 100  # 4 chunks of 1 s at 25 fps
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("resume")
+    face = folder / "astronaut.png"
+    cv2.imwrite(str(face), media.astronaut())
+    clip = videos.write_video(folder / "clip.mp4", videos.moving_face(320, 240, FRAMES, cut_at=60), FRAMES, audio=True)
+    return {"face": face, "clip": clip, "folder": folder}
+
+
+def command(job: dict[str, Path], output: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(ROOT / "run.py"), "process", "-s", str(job["face"]), "-t", str(job["clip"]), "-o",
+            str(output), "--video-chunk-size", "1", "--output-video-quality", "100", "--json", *extra]  # fmt: skip
+
+
+def start(job: dict[str, Path], output: Path, home: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
+    return subprocess.Popen(command(job, output, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT)  # fmt: skip
+
+
+def finished_chunks(home: Path) -> int:
+    for manifest in home.glob("work/*/manifest.json"):
+        try:
+            return len(json.loads(manifest.read_text())["done"])
+        except (ValueError, KeyError, OSError):
+            return 0
+    return 0
+
+
+def wait_for_chunk_in_progress(home: Path, running: subprocess.Popen[str], done: int) -> None:
+    """Until ``done`` chunks are recorded and the next one has started writing its segment."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        assert running.poll() is None, running.communicate()
+        if finished_chunks(home) >= done and any(home.glob("work/*/part_segment_*.mp4")):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the job did not reach the chunk in time")
+
+
+def rerun(job: dict[str, Path], output: Path, home: Path, *extra: str) -> tuple[dict[str, object], str]:
+    completed = subprocess.run(command(job, output, *extra), capture_output=True, text=True,
+                               env={**os.environ, "FACEFUSION_UI_HOME": str(home)}, cwd=ROOT, timeout=600)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(completed.stdout), completed.stderr
+
+
+@pytest.fixture(scope="module")
+def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> list[np.ndarray]:
+    """The same job run without interruption (same settings as the CLI's)."""
+    state = StateManager()
+    state.apply_preset("balanced")
+    state.update({"video_chunk_size": 1, "output_video_quality": 100})
+    output = job["folder"] / "reference.mp4"
+    process(state.snapshot(), [job["face"]], job["clip"], output, runtime=shared_runtime,
+            work_dir=job["folder"] / "reference-work")  # fmt: skip
+    return videos.decode_all(output)
+
+
+def test_sigkill_in_the_middle_of_a_chunk_then_resume(
+    job: dict[str, Path], reference: list[np.ndarray], tmp_path: Path
+) -> None:
+    home, output = tmp_path / "home", tmp_path / "out.mp4"
+    running = start(job, output, home)
+    wait_for_chunk_in_progress(home, running, done=2)
+    running.send_signal(signal.SIGKILL)
+    running.wait()
+    assert not output.exists()
+    kept = finished_chunks(home)
+    assert kept >= 2
+    summary, _ = rerun(job, output, home)
+    assert summary["chunks_skipped"] == kept and summary["chunks_done"] == 4 - kept
+    assert summary["frames"] == FRAMES
+    frames = videos.decode_all(output)
+    assert len(frames) == len(reference) == FRAMES
+    for got, want in zip(frames, reference, strict=True):
+        assert np.array_equal(got, want)
+    assert not list(home.glob("work/*")), "the work folder is removed after success"
+
+
+def test_changed_settings_do_not_reuse_the_manifest(job: dict[str, Path], tmp_path: Path) -> None:
+    home, output = tmp_path / "home", tmp_path / "out.mp4"
+    running = start(job, output, home)
+    wait_for_chunk_in_progress(home, running, done=1)
+    running.send_signal(signal.SIGKILL)
+    running.wait()
+    summary, stderr = rerun(job, output, home, "--face-mask-blur", "0.6")
+    assert summary["chunks_skipped"] == 0 and summary["manifest_reused"] is False
+    assert "settings, sources or target changed" in stderr
+
+
+def test_ctrl_c_stops_cleanly_and_leaves_nothing_running(job: dict[str, Path], tmp_path: Path) -> None:
+    home, output = tmp_path / "home", tmp_path / "out.mp4"
+    running = start(job, output, home)
+    wait_for_chunk_in_progress(home, running, done=1)
+    children = psutil.Process(running.pid).children(recursive=True)
+    assert any("ffmpeg" in child.name() for child in children)
+    running.send_signal(signal.SIGINT)
+    _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 130 and stderr.strip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in stderr
+    time.sleep(0.5)
+    assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+    assert not output.exists()
+    summary, _ = rerun(job, output, home)  # and the interrupted job resumes
+    assert int(summary["chunks_skipped"]) >= 1  # type: ignore[call-overload]
