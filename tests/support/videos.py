@@ -143,3 +143,41 @@ def decode_all(path: Path) -> list[np.ndarray]:
     size = info.width * info.height * 3
     return [np.frombuffer(data[i : i + size], np.uint8).reshape(info.height, info.width, 3)
             for i in range(0, len(data), size)]  # fmt: skip
+
+
+def talking_head(width: int, height: int, frames: int) -> FrameMaker:
+    """One head with the small motion of someone talking: a few pixels of drift and a little zoom."""
+    head = grace_head()
+
+    def make(index: int) -> np.ndarray:
+        canvas = background(width, height)
+        size = int(height * (0.78 + 0.03 * np.sin(index / 7)))
+        patch = cv2.resize(head, (int(size * head.shape[1] / head.shape[0]), size))
+        x = (width - patch.shape[1]) // 2 + int(6 * np.sin(index / 5))
+        y = (height - size) // 2 + int(4 * np.cos(index / 6))
+        paste(canvas, patch, x, y)
+        return canvas
+
+    return make
+
+
+def crossing_positions(width: int, frames: int, size: int) -> list[tuple[int, int]]:
+    """x of person A (left to right) and person B (right to left) at each frame."""
+    return [(int(t * (width - size)), int((1 - t) * (width - size))) for t in np.linspace(0, 1, frames)]
+
+
+def crossing(width: int, height: int, frames: int) -> FrameMaker:
+    """Two t1 people walking past each other, one a little higher than the other."""
+    left, right = t1_pair()
+    size = int(height * 0.45)
+    a, b = cv2.resize(left, (size, size)), cv2.resize(right, (size, size))
+    positions = crossing_positions(width, frames, size)
+
+    def make(index: int) -> np.ndarray:
+        canvas = background(width, height)
+        xa, xb = positions[index]
+        paste(canvas, b, xb, int(height * 0.5))
+        paste(canvas, a, xa, int(height * 0.05))
+        return canvas
+
+    return make
