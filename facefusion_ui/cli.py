@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import sys
 import traceback
@@ -19,6 +20,7 @@ from typing import Any, NoReturn
 
 from facefusion_ui import __version__, cli_models
 from facefusion_ui.errors import FacefusionError, NotAvailableError, UsageError
+from facefusion_ui.faults import FaultInjection
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
 from facefusion_ui.processors.registry import ProcessorRegistry
@@ -218,9 +220,12 @@ def run_process(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
             bar.update(state["frames_done"] - bar.n)
 
+        injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
+        fault = FaultInjection.parse(injected) if injected else None
         result = process(
-            settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output), progress=progress
-        )
+            settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output), progress=progress,
+            fault=fault,
+        )  # fmt: skip
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import logging
 import os
 import tempfile
 import threading
@@ -17,21 +18,26 @@ import cv2
 import numpy as np
 
 from facefusion_ui import __version__
-from facefusion_ui.errors import FfmpegError, InputError
+from facefusion_ui.errors import FfmpegError, InputError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import read_image
-from facefusion_ui.memory import auto_chunk_seconds, peak_rss_mb, system_memory
+from facefusion_ui.faults import FaultInjection, FaultyStages
+from facefusion_ui.inference import SessionPool
+from facefusion_ui.memory import MemoryBudget, is_out_of_memory, peak_rss_mb, plan_budget, probe_gpus
 from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
-from facefusion_ui.video.chunks import Manifest, fingerprint, frame_range, plan_chunks, remove_work_dir
+from facefusion_ui.video.chunks import Chunk, Manifest, fingerprint, frame_range, plan_chunks, remove_work_dir
 from facefusion_ui.video.commands import assemble_args, concat_list
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
 from facefusion_ui.video.probe import VideoInfo, probe_video
-from facefusion_ui.video.stream import ChunkRun, read_frame, run_chunk
+from facefusion_ui.video.stream import ChunkRun, FrameStages, read_frame, run_chunk
 
+logger = logging.getLogger(__name__)
+MAX_CHUNK_ATTEMPTS = 3
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".avi", ".webm", ".m4v")
 Progress = Callable[[dict[str, Any]], None]
@@ -129,10 +135,69 @@ def default_work_dir(target: Path, output: Path) -> Path:
     return home / "work" / key
 
 
-def chunk_seconds(settings: Settings, info: VideoInfo) -> int:
-    if settings.video_chunk_size == "auto":
-        return auto_chunk_seconds(info.width, info.height, float(info.fps), system_memory().available_mb)
-    return int(settings.video_chunk_size)
+def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
+    gpus = probe_gpus() if any(p != "cpu" for p in settings.execution_providers) else []
+    return plan_budget(
+        info.width, info.height, float(info.fps), settings.frame_queue_size, settings.execution_threads,
+        settings.video_chunk_size, settings.memory_threshold_mb, gpu_free_mb=gpus[0].free_mb if gpus else None,
+    )  # fmt: skip
+
+
+def effective_values(settings: Settings) -> dict[str, Any]:
+    """What the preset and options amount to for this job (reported in --json)."""
+    keys = (*PRESET_KEYS, "face_identity_cache", "execution_providers")
+    return {key: settings.to_dict()[key] for key in keys}
+
+
+def lighter(settings: Settings) -> Settings:
+    """The next attempt after running out of memory: half the queues, one frame worker."""
+    return settings.with_items(frame_queue_size=max(1, settings.frame_queue_size // 2), execution_threads=1)
+
+
+def run_chunk_recovering(
+    ffmpeg: str, info: VideoInfo, chunk: Chunk, work_dir: Path, pipeline: FramePipeline, stages: FrameStages,
+    settings: Settings, tracker: FrameProgress, cancel: threading.Event | None, recoveries: list[str],
+) -> ChunkRun:  # fmt: skip
+    """Run a chunk; on out-of-memory free everything, lighten, retry; the second retry on a GPU runs the
+    chunk on the CPU; a third failure fails the job with the preset to use."""
+    partial = work_dir / f"part_{chunk.segment_name}"
+    attempt_settings = settings
+    gpu_pool: SessionPool | None = None
+    try:
+        for attempt in range(MAX_CHUNK_ATTEMPTS):
+            done_before = tracker.frames_done
+            try:
+                pipeline.begin_chunk()
+                return run_chunk(ffmpeg, info, chunk, partial, stages, attempt_settings, tracker.advance, cancel)
+            except BaseException as error:
+                if not is_out_of_memory(error):
+                    raise
+                tracker.rewind(tracker.frames_done - done_before)
+                pipeline.release()
+                gc.collect()
+                if attempt + 1 == MAX_CHUNK_ATTEMPTS:
+                    raise OutOfMemory(
+                        f"out of memory on chunk {chunk.index + 1} after {MAX_CHUNK_ATTEMPTS} attempts ({error}): "
+                        "run again with --preset strict (or lightweight), or a smaller --video-chunk-size"
+                    ) from error
+                lighter_settings = lighter(attempt_settings)
+                note = (
+                    f"out of memory on chunk {chunk.index + 1} (attempt {attempt + 1}): released models and caches, "
+                    f"queue {attempt_settings.frame_queue_size} -> {lighter_settings.frame_queue_size}, "
+                    f"threads {attempt_settings.execution_threads} -> {lighter_settings.execution_threads}"
+                )
+                attempt_settings = lighter_settings
+                if attempt == 1 and pipeline.runtime.sessions.providers != ("cpu",):
+                    gpu_pool = pipeline.runtime.sessions
+                    pipeline.runtime.sessions = SessionPool(("cpu",), 0, attempt_settings.execution_threads)
+                    note += "; this chunk falls back to the CPU"
+                logger.warning(note)
+                recoveries.append(note)
+        raise AssertionError("unreachable")
+    finally:
+        if gpu_pool is not None:
+            pipeline.runtime.sessions.release_all()
+            pipeline.runtime.sessions = gpu_pool
 
 
 def output_comment(settings: Settings) -> str:
@@ -144,7 +209,7 @@ def output_comment(settings: Settings) -> str:
 def process_video(
     settings: Settings, sources: Sequence[Path], target: Path, output: Path, runtime: ModelRuntime | None = None,
     registry: ProcessorRegistry | None = None, progress: Progress | None = None, work_dir: Path | None = None,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, fault: FaultInjection | None = None,
 ) -> ProcessResult:  # fmt: skip
     """Swap faces in a video, chunk by chunk; running it again resumes from the finished chunks."""
     started = time.perf_counter()
@@ -160,7 +225,9 @@ def process_video(
             f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
             f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
         )
-    seconds = chunk_seconds(settings, info)
+    budget = budget_for(settings, info)
+    seconds = budget.chunk_seconds
+    settings = settings.with_items(frame_queue_size=budget.queue_size)
     chunks = plan_chunks(first, last, round(seconds * float(info.fps)))
     work_dir = work_dir or default_work_dir(target, output)
     manifest = Manifest.open(work_dir, fingerprint(settings, pipeline.sources.key, target, chunks), chunks)
@@ -169,6 +236,8 @@ def process_video(
         pipeline.set_reference_from(read_frame(ffmpeg, info, reference_index))
     tracker = FrameProgress(last - first, len(chunks), progress)
     chunk_runs: list[ChunkRun] = []
+    recoveries: list[str] = []
+    stages: FrameStages = FaultyStages(pipeline, fault) if fault is not None else pipeline
     skipped = 0
     for chunk in chunks:
         tracker.chunk_index = chunk.index
@@ -176,10 +245,10 @@ def process_video(
             skipped += 1
             tracker.skip(chunk.frames)
             continue
-        partial = work_dir / f"part_{chunk.segment_name}"
-        pipeline.begin_chunk()
-        run = run_chunk(ffmpeg, info, chunk, partial, pipeline, settings, tracker.advance, cancel)
-        os.replace(partial, work_dir / chunk.segment_name)
+        run = run_chunk_recovering(
+            ffmpeg, info, chunk, work_dir, pipeline, stages, settings, tracker, cancel, recoveries
+        )
+        os.replace(work_dir / f"part_{chunk.segment_name}", work_dir / chunk.segment_name)
         manifest.record(chunk, run.frames, run.seconds)
         chunk_runs.append(run)
         if settings.release_models == "after_chunk":
@@ -200,6 +269,9 @@ def process_video(
         "chunks_done": len(chunks) - skipped,
         "chunks_skipped": skipped,
         "chunk_seconds": seconds,
+        "memory_budget": budget.to_json(),
+        "settings_effective": effective_values(settings),
+        "recoveries": recoveries,
         "manifest_reused": manifest.discarded_reason is None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "queues": chunk_runs[-1].queues if chunk_runs else {},
@@ -237,10 +309,11 @@ def process(
     progress: Progress | None = None,
     work_dir: Path | None = None,
     cancel: threading.Event | None = None,
+    fault: FaultInjection | None = None,
 ) -> ProcessResult:
     """Run one job. ``runtime`` keeps models warm across calls; a new one is made when not given."""
     kind = check_paths(sources, target, output)
     runtime = runtime or ModelRuntime.create(settings)
     if kind == "image":
         return process_image(settings, sources, target, output, runtime, registry)
-    return process_video(settings, sources, target, output, runtime, registry, progress, work_dir, cancel)
+    return process_video(settings, sources, target, output, runtime, registry, progress, work_dir, cancel, fault)

@@ -92,3 +92,59 @@ def peak_rss_mb() -> float:
         return process_rss_mb()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return float(peak) / (MIB if sys.platform == "darwin" else 1024)
+
+
+# Out of memory ---------------------------------------------------------------------------------------------
+OOM_MESSAGES = (
+    "out of memory",
+    "failed to allocate memory",
+    "cudaerrormemoryallocation",
+    "cuda_error_out_of_memory",
+    "bad_alloc",
+    "cannot allocate memory",
+    "memory allocation failed",
+)
+"""Lower-case fragments of onnxruntime (CPU arena and CUDA), C++ and ffmpeg allocation failures."""
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, MemoryError):
+        return True
+    text = str(error).lower()
+    return any(fragment in text for fragment in OOM_MESSAGES)
+
+
+# Budget ------------------------------------------------------------------------------------------------------
+FRAME_SHARE = 0.25
+"""The part of the memory above the preset's threshold that buffered frames may take."""
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    available_mb: int
+    usable_mb: int
+    frame_mb: float
+    queue_size: int
+    chunk_seconds: int
+    gpu_free_mb: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "available_mb": self.available_mb, "usable_mb": self.usable_mb, "frame_mb": round(self.frame_mb, 2),
+            "queue_size": self.queue_size, "chunk_seconds": self.chunk_seconds, "gpu_free_mb": self.gpu_free_mb,
+        }  # fmt: skip
+
+
+def plan_budget(
+    width: int, height: int, fps: float, queue_size: int, threads: int, chunk_size: int | str, threshold_mb: int,
+    available_mb: int | None = None, gpu_free_mb: int | None = None,
+) -> MemoryBudget:  # fmt: skip
+    """Queue depth and chunk length that fit: the frames in flight (3 queues + workers) take at most a
+    quarter of the memory above the preset's threshold; 'auto' chunks come from ``auto_chunk_seconds``."""
+    available = system_memory().available_mb if available_mb is None else available_mb
+    usable = max(available - threshold_mb, 64)
+    frame_mb = width * height * 3 / MIB
+    fitting = int((usable * FRAME_SHARE / max(frame_mb, 1e-6) - threads - 1) / 3)
+    queue = max(1, min(queue_size, fitting))
+    seconds = auto_chunk_seconds(width, height, fps, usable) if chunk_size == "auto" else int(chunk_size)
+    return MemoryBudget(available, usable, frame_mb, queue, seconds, gpu_free_mb)

@@ -30,6 +30,11 @@ class FrameProgress:
             self.frames_skipped += frames
         self.report(force=True)
 
+    def rewind(self, frames: int) -> None:
+        """Take back the frames of a chunk attempt that failed (it runs again)."""
+        with self._lock:
+            self.frames_done -= frames
+
     def advance(self) -> None:
         with self._lock:
             self.frames_done += 1

@@ -1,0 +1,72 @@
+"""Fault injection for tests and drills: raise the real error type at a chosen frame.
+
+``FACEFUSION_UI_INJECT_FAULT="frame=12,times=1,kind=onnxruntime"`` (read by the CLI only) makes frame 12
+fail once as onnxruntime fails when its arena cannot allocate; ``kind=memory`` raises MemoryError,
+``kind=error`` a plain RuntimeError (not a memory error: the job fails).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from facefusion_ui.errors import UsageError
+
+ONNXRUNTIME_OOM = (
+    "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running Conv node. "
+    "Status Message: bfc_arena.cc:376 onnxruntime::BFCArena::AllocateRawInternal "
+    "Failed to allocate memory for requested buffer of size 67108864"
+)
+
+
+@dataclass
+class FaultInjection:
+    frame: int
+    times: int = 1
+    kind: str = "onnxruntime"
+    fired: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def parse(cls, text: str) -> FaultInjection:
+        values = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+        try:
+            injection = cls(int(values["frame"]), int(values.get("times", 1)), values.get("kind", "onnxruntime"))
+        except (KeyError, ValueError) as error:
+            raise UsageError(
+                f"bad fault injection '{text}': use frame=N[,times=N][,kind=onnxruntime|memory|error]"
+            ) from error
+        if injection.kind not in ("onnxruntime", "memory", "error"):
+            raise UsageError(f"bad fault kind '{injection.kind}': use onnxruntime, memory or error")
+        return injection
+
+    def check(self, index: int) -> None:
+        if index != self.frame:
+            return
+        with self._lock:
+            if self.fired >= self.times:
+                return
+            self.fired += 1
+        if self.kind == "memory":
+            raise MemoryError("injected: cannot allocate a frame buffer")
+        if self.kind == "error":
+            raise RuntimeError("injected failure")
+        from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+        raise RuntimeException(ONNXRUNTIME_OOM)
+
+
+class FaultyStages:
+    """Frame stages that run ``injection.check`` before the processors of each frame."""
+
+    def __init__(self, stages: Any, injection: FaultInjection) -> None:
+        self.stages = stages
+        self.injection = injection
+
+    def analyse(self, frame: Any, index: int, timestamp: float) -> Any:
+        return self.stages.analyse(frame, index, timestamp)
+
+    def apply(self, frame: Any, analysis: Any, index: int, timestamp: float) -> Any:
+        self.injection.check(index)
+        return self.stages.apply(frame, analysis, index, timestamp)

@@ -1,0 +1,110 @@
+"""Memory: probes, the budget, out-of-memory classification and recovery by fault injection."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from facefusion_ui.core import process
+from facefusion_ui.errors import FfmpegError, OutOfMemory
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faults import ONNXRUNTIME_OOM, FaultInjection
+from facefusion_ui.memory import auto_chunk_seconds, is_out_of_memory, plan_budget, process_rss_mb, system_memory
+from facefusion_ui.state_manager import Settings
+from tests.conftest import ROOT
+from tests.support import media, videos
+
+LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_quality=100, video_chunk_size=1,
+                    output_video_preset="ultrafast")  # fmt: skip
+
+
+def test_probes_work_without_a_gpu() -> None:
+    memory = system_memory()
+    assert memory.total_mb > 0 and 0 < memory.available_mb <= memory.total_mb
+    assert process_rss_mb() > 10
+
+
+def test_out_of_memory_classification() -> None:
+    from onnxruntime.capi.onnxruntime_pybind11_state import RuntimeException
+
+    assert is_out_of_memory(RuntimeException(ONNXRUNTIME_OOM))
+    assert is_out_of_memory(RuntimeException("CUDA failure 2: out of memory ; GPU=0 ; hostname=x ; expr=cudaMalloc"))
+    assert is_out_of_memory(MemoryError())
+    assert is_out_of_memory(FfmpegError("the encoder failed (exit code 1): Cannot allocate memory"))
+    assert is_out_of_memory(RuntimeException("std::bad_alloc"))
+    assert not is_out_of_memory(RuntimeException("Invalid input name: x"))
+    assert not is_out_of_memory(ValueError("shape mismatch"))
+
+
+def test_budget_limits_queues_when_memory_is_short() -> None:
+    roomy = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024,
+                        available_mb=16000)  # fmt: skip
+    assert roomy.queue_size == 32 and roomy.chunk_seconds == 60
+    tight = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size="auto", threshold_mb=1024,
+                        available_mb=1300)  # fmt: skip
+    assert 1 <= tight.queue_size < 32
+    frames_in_flight = 3 * tight.queue_size + 2 + 1
+    assert frames_in_flight * tight.frame_mb <= tight.usable_mb * 0.25 + tight.frame_mb * 3
+    assert tight.chunk_seconds == 10  # auto: the shortest chunk when memory is short
+    assert auto_chunk_seconds(640, 360, 25, 64000) == 120
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("oom")
+    face = folder / "astronaut.png"
+    cv2.imwrite(str(face), media.astronaut())
+    return {"face": face, "clip": videos.write_video(folder / "clip.mp4", videos.moving_face(320, 240, 40), 40)}
+
+
+def test_injected_out_of_memory_is_survived_frame_exact(
+    clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    plain, recovered = tmp_path / "plain.mp4", tmp_path / "recovered.mp4"
+    process(LOSSLESS, [clip["face"]], clip["clip"], plain, runtime=shared_runtime, work_dir=tmp_path / "w1")
+    result = process(LOSSLESS, [clip["face"]], clip["clip"], recovered, runtime=shared_runtime,
+                     work_dir=tmp_path / "w2", fault=FaultInjection(frame=30, times=2)).to_json()  # fmt: skip
+    notes = result["recoveries"]
+    assert len(notes) == 2
+    assert "out of memory on chunk 2 (attempt 1): released models and caches, queue 4 -> 2, threads 2 -> 1" in notes[0]
+    assert "queue 2 -> 1" in notes[1]
+    assert result["frames"] == 40 and result["chunks_done"] == 2
+    for a, b in zip(videos.decode_all(plain), videos.decode_all(recovered), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_third_failure_names_the_preset(clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path) -> None:
+    output = tmp_path / "out.mp4"
+    with pytest.raises(OutOfMemory, match="--preset strict"):
+        process(LOSSLESS, [clip["face"]], clip["clip"], output, runtime=shared_runtime, work_dir=tmp_path / "w",
+                fault=FaultInjection(frame=5, times=3, kind="memory"))  # fmt: skip
+    assert not output.exists()
+
+
+def test_other_errors_are_not_retried(clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path) -> None:
+    injection = FaultInjection(frame=5, times=5, kind="error")
+    with pytest.raises(RuntimeError, match="injected failure"):
+        process(LOSSLESS, [clip["face"]], clip["clip"], tmp_path / "o.mp4", runtime=shared_runtime,
+                work_dir=tmp_path / "w", fault=injection)  # fmt: skip
+    assert injection.fired == 1
+
+
+def test_cli_reports_recovery_and_effective_values(clip: dict[str, Path], tmp_path: Path) -> None:
+    env = {**os.environ, "FACEFUSION_UI_INJECT_FAULT": "frame=3,times=1", "FACEFUSION_UI_HOME": str(tmp_path)}
+    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "process", "-s", str(clip["face"]), "-t",
+                                str(clip["clip"]), "-o", str(tmp_path / "out.mp4"), "--preset", "lightweight",
+                                "--json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    summary = json.loads(completed.stdout)
+    assert len(summary["recoveries"]) == 1 and "out of memory on chunk 1" in completed.stderr
+    effective = summary["settings_effective"]
+    assert effective["fp16"] == "on" and effective["release_models"] == "after_job"
+    assert effective["face_cache_limit"] == 32 and effective["video_chunk_size"] == 30
+    assert summary["memory_budget"]["queue_size"] <= 8 and summary["identity_cache"] is not None
