@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, NoReturn
 
-from facefusion_ui import __version__, cli_models
+from facefusion_ui import __version__, cli_batch, cli_models
 from facefusion_ui.errors import FacefusionError, NotAvailableError, UsageError
 from facefusion_ui.faults import FaultInjection
 from facefusion_ui.memory import probe_gpus, system_memory
@@ -108,6 +108,7 @@ def run_presets_list(args: argparse.Namespace) -> int:
         "max_concurrent_jobs": "jobs",
         "release_models": "release",
         "memory_threshold_mb": "min_free_mb",
+        "face_cache_scope": "ids_per",
     }
     header = ["preset", *[short[key] for key in PRESET_KEYS]]
     rows = [
@@ -342,25 +343,44 @@ def add_batch_parser(commands: Any) -> None:
     add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")
     add.add_argument("--output-dir", required=True, metavar="OUT")
     add.add_argument("--priority", type=int, default=0, help="higher runs first")
-    add_settings_arguments(add)
-    actions.add_parser("import", help="queue jobs from a JSON list").add_argument("file", metavar="JOBS.json")
+    add_settings_arguments(add, processor_names=ProcessorRegistry.discover().names())
+    add.set_defaults(handler=lambda args: cli_batch.run_add(args, settings_from_args(args)))
+    importing = actions.add_parser("import", help="queue jobs from a JSON list")
+    importing.add_argument("file", metavar="JOBS.json")
+    add_settings_arguments(importing)
+    importing.set_defaults(handler=lambda args: cli_batch.run_import(args, settings_from_args(args)))
     listing = actions.add_parser("list", help="jobs and their progress")
     listing.add_argument("--status", choices=choices(JobStatus), action="append")
     listing.add_argument("--json", action="store_true")
-    actions.add_parser("show", help="one job with its log").add_argument("id", type=int)
+    listing.set_defaults(handler=lambda args: cli_batch.run_list(args))
+    show = actions.add_parser("show", help="one job with its log")
+    show.add_argument("id", type=int)
+    show.set_defaults(handler=lambda args: cli_batch.run_show(args))
     run = actions.add_parser("run", help="work through the queue")
     run.add_argument("--until-empty", action="store_true", help="stop when nothing is queued")
     run.add_argument("--concurrency", type=int, help="jobs at once (default: the preset's)")
     run.add_argument("--notify", action="store_true", help="desktop notification per finished job")
     run.add_argument("--on-complete", metavar="CMD", help="command run with the job's JSON on stdin")
-    actions.add_parser("cancel", help="cancel a job").add_argument("id", type=int)
+    run.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=30.0,
+        help="a job whose worker is silent this long goes back to the queue (default 30)",
+    )
+    add_settings_arguments(run)
+    run.set_defaults(handler=lambda args: cli_batch.run_worker(args, settings_from_args(args)))
+    cancel = actions.add_parser("cancel", help="cancel a job")
+    cancel.add_argument("id", type=int)
+    cancel.set_defaults(handler=lambda args: cli_batch.run_cancel(args))
     retry = actions.add_parser("retry", help="queue failed jobs again")
     retry.add_argument("id", type=int, nargs="?")
     retry.add_argument("--failed", action="store_true", help="every failed job")
-    actions.add_parser("remove", help="delete a job").add_argument("id", type=int)
-    actions.add_parser("pause", help="start no new job")
-    actions.add_parser("resume", help="start jobs again")
-    batch.set_defaults(handler=not_available("batch", "the batch engine"))
+    retry.set_defaults(handler=lambda args: cli_batch.run_retry(args))
+    remove = actions.add_parser("remove", help="delete a job")
+    remove.add_argument("id", type=int)
+    remove.set_defaults(handler=lambda args: cli_batch.run_remove(args))
+    for name, text in (("pause", "start no new job"), ("resume", "start jobs again")):
+        actions.add_parser(name, help=text).set_defaults(handler=lambda args: cli_batch.run_pause(args))
 
 
 def normalise_argv(argv: Sequence[str]) -> list[str]:

@@ -30,11 +30,19 @@ class Identity:
 
 @dataclass
 class CacheStats:
+    """``lookups`` counts every face that needed an identity; a face whose identity came from its track
+    (no recognizer run) is a hit, like one matched by embedding. ``hit_rate`` is then the share of faces
+    the recognizer did not have to identify from scratch."""
+
     lookups: int = 0
     hits: int = 0
     misses: int = 0
     evictions: int = 0
     expirations: int = 0
+
+    def served_by_track(self) -> None:
+        self.lookups += 1
+        self.hits += 1
 
     def to_json(self) -> dict[str, Any]:
         rate = self.hits / self.lookups if self.lookups else 0.0

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.faces.source_cache import LruTtlCache
 from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, wants_fp16
 from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
 from facefusion_ui.state_manager import Settings
@@ -124,6 +125,8 @@ class ModelRuntime:
     sessions: SessionPool
     embedded: EmbeddedModels = field(default_factory=EmbeddedModels)
     fp16_mode: Fp16Mode = "auto"
+    sources: LruTtlCache[Any, Any] = field(default_factory=LruTtlCache)
+    """Analysed source photos, by content hash: see ``faces.source.load_sources``."""
     _fp16: bool | None = None
 
     @classmethod
@@ -170,6 +173,7 @@ class ModelRuntime:
             yield model
 
     def release_all(self) -> None:
+        """Free every model; the source cache stays (it is small and saves a recognizer run per job)."""
         self.sessions.release_all()
         self.embedded.release_all()
 
@@ -180,4 +184,5 @@ class ModelRuntime:
             "embedded_loads": dict(self.embedded.loads),
             "embedded_releases": self.embedded.releases,
             "notices": list(self.sessions.notices),
+            "source_cache": self.sources.stats.to_json(),
         }

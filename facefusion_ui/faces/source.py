@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -72,14 +73,29 @@ def read_image(path: Path, role: str) -> Frame:
     return np.asarray(image, dtype=np.uint8)
 
 
+def analysis_key(content_hash: str, settings: Settings) -> tuple[Any, ...]:
+    return (
+        content_hash, settings.face_detector_model, settings.face_detector_size, settings.face_detector_score,
+        settings.face_detector_upsample, settings.face_landmarker_model, settings.face_recognizer_model,
+    )  # fmt: skip
+
+
 def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:
-    image = read_image(path, "source")
-    faces = analyser.analyse(image, settings)
-    if not faces:
-        raise InputError(
-            f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide"
-        )
-    return SourceFace(str(path), image, faces[0], file_hash(path))
+    """The largest face of a source photo, analysed once per content (the runtime's source cache)."""
+    if not path.is_file():
+        raise InputError(f"source {path} does not exist: check the path")
+    content_hash = file_hash(path)
+
+    def analyse() -> SourceFace:
+        image = read_image(path, "source")
+        faces = analyser.analyse(image, settings)
+        if not faces:
+            raise InputError(
+                f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide"
+            )
+        return SourceFace(str(path), image, faces[0], content_hash)
+
+    return analyser.runtime.sources.get_or_create(analysis_key(content_hash, settings), analyse)  # type: ignore[no-any-return]
 
 
 def load_sources(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:

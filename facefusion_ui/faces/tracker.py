@@ -86,6 +86,7 @@ class IdentityTracker:
             due = track is not None and track.since_verified + 1 >= self.verify_every
             if identity is not None and (not due or not frontal):
                 self.stats.tracked += 1
+                self.cache.stats.served_by_track()
                 if not frontal:
                     self.stats.profiles_kept += 1
                 self.cache.touch(identity, now)

@@ -159,22 +159,29 @@ def upright(width: int, height: int, rotation: int) -> tuple[int, int]:
     return (height, width) if rotation in (90, 270) else (width, height)
 
 
-def probe_video(path: Path) -> VideoInfo:
-    """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
-    if not path.is_file():
-        raise InputError(f"video {path} does not exist: check the path")
+def probe_header(path: Path) -> Header:
+    """The container header only (fast: no packet scan), or an InputError saying why it is no video."""
     ffmpeg = resolve_ffmpeg().path
     ffprobe = resolve_ffprobe()
     if ffprobe:
         completed = run_tool(ffprobe_args(ffprobe, path), timeout_s=120)
         header = parse_ffprobe_header(completed.stdout) if completed.returncode == 0 else None
-        reason = completed.stderr
     else:
         completed = run_tool(header_args(ffmpeg, path), timeout_s=120)
         header = parse_ffmpeg_header(completed.stderr)
-        reason = completed.stderr
     if header is None:
-        raise InputError(f"cannot read {path} as a video ({_reason(reason)}): use an MP4, MOV, MKV, AVI or WebM file")
+        raise InputError(
+            f"cannot read {path} as a video ({_reason(completed.stderr)}): use an MP4, MOV, MKV, AVI or WebM file"
+        )
+    return header
+
+
+def probe_video(path: Path) -> VideoInfo:
+    """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
+    if not path.is_file():
+        raise InputError(f"video {path} does not exist: check the path")
+    ffmpeg = resolve_ffmpeg().path
+    header = probe_header(path)
     packets = run_tool(packets_args(ffmpeg, path))
     time_base, pts, durations = parse_framecrc(packets.stdout)
     if not pts:

@@ -1,0 +1,212 @@
+"""``run.py batch ...``: the persistent queue on the command line (SQLite by default)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
+from facefusion_ui.jobs.store import Job, JobStore
+from facefusion_ui.jobs.worker import Worker, WorkerOptions, read_log
+from facefusion_ui.state_manager import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def targets_of(args: argparse.Namespace) -> list[Path]:
+    targets = [Path(target) for target in (args.targets or [])]
+    if args.targets_dir:
+        folder = Path(args.targets_dir)
+        if not folder.is_dir():
+            raise InputError(f"--targets-dir {folder} is not a folder: check the path")
+        targets.extend(sorted(path for path in folder.glob(args.pattern) if path.is_file()))
+    if not targets:
+        raise UsageError("batch add needs -t TARGET (repeatable) or --targets-dir DIR with matching files")
+    return targets
+
+
+def enqueue(
+    store: JobStore, runtime: ModelRuntime, payloads: list[dict[str, Any]], priority: int
+) -> tuple[list[int], list[tuple[int, str]]]:
+    """Queue the valid jobs; record the invalid ones as failed with their reason (never retried)."""
+    queued, rejected = [], []
+    for payload in payloads:
+        try:
+            validate_job(payload, runtime)
+        except FacefusionError as error:
+            rejected.append((store.add_failed(payload, str(error), priority), str(error)))
+            continue
+        queued.append(store.add(payload, priority))
+    return queued, rejected
+
+
+def report_enqueued(queued: list[int], rejected: list[tuple[int, str]]) -> int:
+    if queued:
+        print(f"queued {len(queued)} job(s): {', '.join(map(str, queued))}")
+    for job_id, reason in rejected:
+        print(f"error: job {job_id} rejected: {reason}", file=sys.stderr)
+    return 2 if rejected else 0
+
+
+def run_add(args: argparse.Namespace, settings: Settings) -> int:
+    store = JobStore()
+    runtime = ModelRuntime.create(settings)
+    output_dir = Path(args.output_dir)
+    payloads = [
+        make_payload([Path(s) for s in args.sources], target, output_for(target, output_dir), settings)
+        for target in targets_of(args)
+    ]
+    return report_enqueued(*enqueue(store, runtime, payloads, args.priority))
+
+
+def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(args.file)
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path} cannot be read as a JSON list of jobs ({error})") from error
+    if not isinstance(entries, list):
+        raise InputError(f"{path} must hold a JSON list of jobs ({{'sources': [...], 'target': ..., 'output': ...}})")
+    store = JobStore()
+    runtime = ModelRuntime.create(settings)
+    queued: list[int] = []
+    rejected: list[tuple[int, str]] = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            job_settings = settings.with_items(**entry.get("settings", {}))
+            payload = make_payload([Path(s) for s in entry["sources"]], Path(entry["target"]),
+                                   Path(entry["output"]), job_settings)  # fmt: skip
+        except (KeyError, TypeError, FacefusionError) as error:
+            raise InputError(f"{path}: job {number} is incomplete or invalid ({error})") from error
+        done, failed = enqueue(store, runtime, [payload], int(entry.get("priority", 0)))
+        queued += done
+        rejected += failed
+    return report_enqueued(queued, rejected)
+
+
+def progress_text(job: Job) -> str:
+    if job.frames_total:
+        return f"{100 * job.frames_done / job.frames_total:5.1f}%"
+    return "  -" if job.status != "completed" else " 100%"
+
+
+def run_list(args: argparse.Namespace) -> int:
+    jobs = JobStore().jobs(args.status)
+    if args.json:
+        print(json.dumps([job.to_json() for job in jobs], indent=1))
+        return 0
+    header = ["id", "status", "prio", "progress", "fps", "eta_s", "tries", "target", "info"]
+    rows = []
+    for job in jobs:
+        info = job.last_error if job.status == "failed" else (job.status_line or "")
+        eta = f"{job.eta_s:.0f}" if job.eta_s is not None and job.status == "running" else "-"
+        rows.append([str(job.id), job.status, str(job.priority), progress_text(job), f"{job.fps:.1f}", eta,
+                     f"{job.attempts}/{job.max_attempts}", Path(job.target).name, info or ""])  # fmt: skip
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    store = JobStore()
+    job = store.get(args.id)
+    print(json.dumps(job.to_json(), indent=1))
+    log = read_log(store, job.id)
+    print("--- job log ---")
+    print(log.rstrip() or "(no log yet)")
+    return 0
+
+
+def run_worker(args: argparse.Namespace, settings: Settings) -> int:
+    store = JobStore()
+    runtime = ModelRuntime.create(settings)
+    options = WorkerOptions(
+        concurrency=args.concurrency or settings.max_concurrent_jobs, until_empty=args.until_empty,
+        memory_threshold_mb=settings.memory_threshold_mb, notify=args.notify, on_complete=args.on_complete,
+        lease_s=args.lease_seconds, heartbeat_s=max(0.2, args.lease_seconds / 6),
+    )  # fmt: skip
+    bars: dict[int, Any] = {}
+    overall = tqdm(total=len(store.jobs(["queued", "running"])), unit="job", desc="jobs", disable=None, position=0)
+
+    def on_progress(job_id: int, state: dict[str, Any]) -> None:
+        bar = bars.get(job_id)
+        if bar is None:
+            bar = bars[job_id] = tqdm(total=state["frames_total"], unit="frame", desc=f"job {job_id}",
+                                      disable=None, leave=False, position=len(bars) + 1)  # fmt: skip
+        bar.update(state["frames_done"] - bar.n)
+
+    def on_event(event: dict[str, Any]) -> None:
+        bar = bars.pop(event["job"], None)
+        if bar is not None:
+            bar.close()
+        if event["event"] in ("completed", "failed", "cancelled"):
+            overall.update(1)
+        overall.write(f"job {event['job']} {event['event']}" + (f": {event.get('error')}" if "error" in event else ""))
+
+    worker = Worker(store, runtime, options, on_event=on_event, on_progress=on_progress)
+    try:
+        worker.run()
+    except KeyboardInterrupt:
+        worker.stop.set()
+        for job_id in list(worker.running):
+            store.release(job_id, worker.owner)
+        raise
+    finally:
+        overall.close()
+    counts = store.counts()
+    print(f"done: {counts.get('completed', 0)} completed, {counts.get('failed', 0)} failed, "
+          f"{counts.get('queued', 0)} queued")  # fmt: skip
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    state = JobStore().cancel(args.id)
+    print(f"job {args.id} " + ("cancelled" if state == "cancelled" else "is stopping (cancel asked)"))
+    return 0
+
+
+def run_retry(args: argparse.Namespace) -> int:
+    store = JobStore()
+    if args.failed:
+        ids = store.retry_failed()
+        print(f"requeued {len(ids)} failed job(s)")
+        return 0
+    if args.id is None:
+        raise UsageError("batch retry needs a job ID or --failed")
+    store.retry(args.id)
+    print(f"job {args.id} queued again")
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    JobStore().remove(args.id)
+    print(f"job {args.id} removed")
+    return 0
+
+
+def run_pause(args: argparse.Namespace) -> int:
+    paused = args.batch_command == "pause"
+    JobStore().set_paused(paused)
+    print("queue paused: no new job starts" if paused else "queue resumed")
+    return 0
+
+
+def wait_for(store: JobStore, job_id: int, timeout_s: float) -> Job:
+    """Until the job ends (for callers that queue and wait, like the UI)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = store.get(job_id)
+        if job.status in ("completed", "failed", "cancelled"):
+            return job
+        time.sleep(0.2)
+    raise JobError(f"job {job_id} did not finish within {timeout_s:.0f} s")

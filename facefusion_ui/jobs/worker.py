@@ -1,0 +1,231 @@
+"""The batch worker: ``concurrency`` job threads in one process, sharing warm models and the source cache.
+
+Each thread claims the next job (priority, then age), renews its lease while it works, reports progress,
+and ends the job as completed, failed (input errors at once; transient errors after retries with
+exponential backoff) or cancelled. A memory gate holds new jobs while free memory is under the preset's
+threshold. Every job keeps a log in its work directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.core import process
+from facefusion_ui.errors import CancelledError, FacefusionError
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.jobs.store import Job, JobStore
+from facefusion_ui.memory import system_memory
+from facefusion_ui.processors.registry import ProcessorRegistry
+
+logger = logging.getLogger(__name__)
+Event = dict[str, Any]
+
+
+@dataclass
+class WorkerOptions:
+    concurrency: int = 1
+    lease_s: float = 30.0
+    heartbeat_s: float = 5.0
+    poll_s: float = 0.5
+    backoff_s: float = 5.0
+    until_empty: bool = False
+    memory_threshold_mb: int = 0
+    notify: bool = False
+    on_complete: str | None = None
+    available_mb: Callable[[], int] = field(default=lambda: system_memory().available_mb)
+
+
+class JobLog:
+    """Append-only, timestamped lines in ``job.log`` of the job's folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def write(self, message: str) -> None:
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+def job_dir(store: JobStore, job_id: int) -> Path:
+    return store.path.parent / "jobs" / str(job_id)
+
+
+def read_log(store: JobStore, job_id: int) -> str:
+    path = job_dir(store, job_id) / "job.log"
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+class Worker:
+    def __init__(
+        self, store: JobStore, runtime: ModelRuntime, options: WorkerOptions,
+        registry: ProcessorRegistry | None = None, on_event: Callable[[Event], None] | None = None,
+        on_progress: Callable[[int, dict[str, Any]], None] | None = None,
+    ) -> None:  # fmt: skip
+        self.store = store
+        self.runtime = runtime
+        self.options = options
+        self.registry = registry or ProcessorRegistry.discover()
+        self.on_event = on_event
+        self.on_progress = on_progress
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.stop = threading.Event()
+        self.running: dict[int, str] = {}
+        self.completed: list[int] = []
+        self._lock = threading.Lock()
+
+    # the loop -----------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Work until stopped (or, with ``until_empty``, until nothing is queued or running)."""
+        threads = [threading.Thread(target=self._loop, name=f"job-{i}", daemon=True)
+                   for i in range(self.options.concurrency)]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        try:
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(timeout=0.2)
+        finally:
+            self.stop.set()
+            for thread in threads:
+                thread.join()
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            if self.store.is_paused():
+                self.stop.wait(self.options.poll_s)
+                continue
+            if not self._memory_allows():
+                self.stop.wait(self.options.poll_s)
+                continue
+            job = self.store.claim(self.owner, self.options.lease_s)
+            if job is None:
+                if self.options.until_empty and not self.store.has_work():
+                    return
+                self.stop.wait(self.options.poll_s)
+                continue
+            self._run_job(job)
+
+    def _memory_allows(self) -> bool:
+        needed = self.options.memory_threshold_mb
+        if needed <= 0:
+            return True
+        free = self.options.available_mb()
+        if free >= needed:
+            return True
+        waiting = self.store.next_queued()
+        if waiting is not None:
+            self.store.set_status_line(waiting.id, f"waiting for memory: {free} MB free, {needed} MB needed")
+        return False
+
+    # one job -------------------------------------------------------------------------------------------------
+    def _run_job(self, job: Job) -> None:
+        folder = job_dir(self.store, job.id)
+        log = JobLog(folder / "job.log")
+        log.write(f"attempt {job.attempts}/{job.max_attempts} by {self.owner}")
+        with self._lock:
+            self.running[job.id] = job.target
+        cancel = threading.Event()
+        lost = threading.Event()
+        beating = threading.Event()
+        heart = threading.Thread(target=self._heartbeat, args=(job.id, cancel, lost, beating), daemon=True)
+        heart.start()
+        started = time.perf_counter()
+        try:
+            sources, target, output, settings = payload_parts(job.payload)
+            log.write(f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
+                      f"preset {settings.preset}; processors {', '.join(settings.processors)}")  # fmt: skip
+            last_chunk = [0]
+
+            def progress(state: dict[str, Any]) -> None:
+                if state["chunk"] != last_chunk[0]:
+                    log.write(f"chunk {state['chunk']}/{state['chunks_total']} at frame {state['frames_done']}")
+                    last_chunk[0] = state["chunk"]
+                line = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
+                fields = {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunks_total", "eta_s")}
+                self.store.report(job.id, self.owner, chunk=state["chunk"], status_line=line, **fields)
+                if self.on_progress is not None:
+                    self.on_progress(job.id, state)
+
+            result = process(settings, sources, target, output, runtime=self.runtime, registry=self.registry,
+                             progress=progress, work_dir=folder / "work", cancel=cancel).to_json()  # fmt: skip
+            for note in result.get("recoveries", []):
+                log.write(f"warning: {note}")
+            seconds = time.perf_counter() - started
+            log.write(f"completed in {seconds:.1f} s: {json.dumps(result)}")
+            if self.store.complete(job.id, self.owner, result):
+                with self._lock:
+                    self.completed.append(job.id)
+                self._announce({"event": "completed", "job": job.id, "output": str(output), "seconds": seconds,
+                                "result": result})  # fmt: skip
+            if settings.release_models == "after_job":
+                self.runtime.release_all()
+        except CancelledError:
+            if lost.is_set():
+                log.write("stopped: another worker holds this job now (the lease expired)")
+            else:
+                shutil.rmtree(folder / "work", ignore_errors=True)
+                self.store.mark_cancelled(job.id, self.owner)
+                log.write("cancelled")
+                self._announce({"event": "cancelled", "job": job.id})
+        except FacefusionError as error:
+            self._failed(job, log, str(error), error.transient)
+        except OSError as error:
+            self._failed(job, log, f"{type(error).__name__}: {error}", True)
+        except Exception as error:  # an internal error: reported, retried like a transient one
+            logger.exception("job %s failed", job.id)
+            self._failed(job, log, f"internal error {type(error).__name__}: {error}", True)
+        finally:
+            beating.set()
+            heart.join()
+            with self._lock:
+                self.running.pop(job.id, None)
+
+    def _failed(self, job: Job, log: JobLog, reason: str, transient: bool) -> None:
+        status = self.store.fail(job.id, self.owner, reason, transient, self.options.backoff_s)
+        log.write(f"{'error (will retry)' if status == 'queued' else 'failed'}: {reason}")
+        self._announce({"event": "retrying" if status == "queued" else "failed", "job": job.id, "error": reason})
+
+    def _heartbeat(self, job_id: int, cancel: threading.Event, lost: threading.Event, done: threading.Event) -> None:
+        while not done.wait(self.options.heartbeat_s):
+            if not self.store.heartbeat(job_id, self.owner, self.options.lease_s):
+                job = self.store.get(job_id)
+                if job.lease_owner != self.owner:
+                    lost.set()
+                cancel.set()
+                return
+
+    # notifications ----------------------------------------------------------------------------------------------
+    def _announce(self, event: Event) -> None:
+        text = {"completed": "completed", "failed": "failed", "retrying": "will be retried",
+                "cancelled": "cancelled"}[event["event"]]  # fmt: skip
+        detail = event.get("output") or event.get("error") or ""
+        logger.info("job %s %s%s", event["job"], text, f": {detail}" if detail else "")
+        if self.on_event is not None:
+            self.on_event(event)
+        if self.options.notify and event["event"] in ("completed", "failed") and shutil.which("notify-send"):
+            subprocess.run(["notify-send", "facefusion_ui", f"job {event['job']} {text} {detail}"], check=False,
+                           timeout=10)  # fmt: skip
+        if self.options.on_complete and event["event"] == "completed":
+            job = self.store.get(event["job"])
+            try:
+                subprocess.run(shlex.split(self.options.on_complete), input=json.dumps(job.to_json()), text=True,
+                               check=False, timeout=300)  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired) as error:
+                logger.warning("--on-complete command failed for job %s: %s", event["job"], error)
