@@ -14,49 +14,9 @@ import pytest
 from facefusion_ui.errors import PluginError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.base import FrameContext, Processor
-from facefusion_ui.processors.registry import ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
+from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings
-
-PLUGIN_MODULE = '''
-"""A tiny third-party processor: inverts the frame."""
-import numpy as np
-
-
-class Invert:
-    name = "invert"
-
-    def __init__(self, settings, runtime):
-        self.settings = settings
-        self.released = False
-
-    def required_models(self):
-        return ()
-
-    def pre_check(self):
-        return []
-
-    def process_frame(self, frame, context):
-        return (255 - frame).astype(np.uint8)
-
-    def release(self):
-        self.released = True
-
-
-class Broken:
-    def __init__(self, settings, runtime):
-        pass
-'''
-
-
-def install_plugin(site: Path) -> None:
-    """Install a plugin distribution the way pip lays it out: the module plus its .dist-info."""
-    (site / "ffui_invert_plugin.py").write_text(PLUGIN_MODULE)
-    info = site / "ffui_invert_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ffui-invert-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINT_GROUP}]\ninvert = ffui_invert_plugin:Invert\nbroken = ffui_invert_plugin:Broken\n"
-    )
+from tests.support.plugins import install_plugin
 
 
 def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
@@ -83,7 +43,7 @@ def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=False, timeout=120
     )
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.splitlines() == ["plugin from ffui-invert-plugin", "245 (4, 6, 3)"]
+    assert completed.stdout.splitlines() == ["plugin from ffui-test-plugin", "245 (4, 6, 3)"]
 
 
 def test_plugin_choices_reach_the_cli(tmp_path: Path) -> None:
@@ -102,9 +62,9 @@ def test_protocol_is_checked_when_created(tmp_path: Path, monkeypatch: pytest.Mo
     runtime = ModelRuntime.create(Settings())
     registry = ProcessorRegistry(
         [
-            ProcessorEntry("broken", "ffui_invert_plugin:Broken", "plugin from test"),
+            ProcessorEntry("broken", "ffui_test_plugin:Broken", "plugin from test"),
             ProcessorEntry("gone", "no_such_module:Thing", "plugin from test"),
-            ProcessorEntry("invert", "ffui_invert_plugin:Invert", "plugin from test"),
+            ProcessorEntry("invert", "ffui_test_plugin:Invert", "plugin from test"),
         ]
     )
     with pytest.raises(PluginError, match="does not follow the Processor protocol"):

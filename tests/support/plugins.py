@@ -1,0 +1,73 @@
+"""Tiny third-party processor plugins, installed the way pip lays them out (module + .dist-info)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from facefusion_ui.processors.registry import BUILTIN_PROCESSORS, ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
+
+PLUGIN_MODULE = '''
+"""Test processors: invert (fast, no model), flaky (fails transiently, then works), broken."""
+import numpy as np
+
+from facefusion_ui.errors import FfmpegError
+
+
+class Invert:
+    name = "invert"
+
+    def __init__(self, settings, runtime):
+        self.settings = settings
+
+    def required_models(self):
+        return ()
+
+    def pre_check(self):
+        return []
+
+    def process_frame(self, frame, context):
+        return (255 - frame).astype(np.uint8)
+
+    def release(self):
+        pass
+
+
+class Flaky(Invert):
+    """Fails with a transient ffmpeg error while ``failures_left`` > 0 (shared by all instances)."""
+
+    name = "flaky"
+    failures_left = 0
+
+    def process_frame(self, frame, context):
+        if Flaky.failures_left > 0:
+            Flaky.failures_left -= 1
+            raise FfmpegError("the encoder crashed (simulated)")
+        return super().process_frame(frame, context)
+
+
+class Broken:
+    def __init__(self, settings, runtime):
+        pass
+'''
+
+
+def install_plugin(site: Path) -> Path:
+    """Write the plugin package into ``site`` (add it to sys.path or PYTHONPATH to use it)."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "ffui_test_plugin.py").write_text(PLUGIN_MODULE)
+    info = site / "ffui_test_plugin-1.0.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ffui-test-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\ninvert = ffui_test_plugin:Invert\nflaky = ffui_test_plugin:Flaky\n"
+        "broken = ffui_test_plugin:Broken\n"
+    )
+    return site
+
+
+def registry_with_plugins() -> ProcessorRegistry:
+    """Built-ins plus the test plugins (their module must be importable)."""
+    entries = [ProcessorEntry(name, target, "built-in") for name, target in BUILTIN_PROCESSORS.items()]
+    entries += [ProcessorEntry(name, f"ffui_test_plugin:{cls}", "plugin from ffui-test-plugin")
+                for name, cls in (("invert", "Invert"), ("flaky", "Flaky"))]  # fmt: skip
+    return ProcessorRegistry(entries)
