@@ -24,7 +24,7 @@ from facefusion_ui.faults import FaultInjection
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings, StateManager, setting_help, setting_keys, setting_rule
+from facefusion_ui.state_manager import Settings, setting_help, setting_keys, setting_rule
 from facefusion_ui.types import ExecutionProvider, JobStatus, PresetName, choices
 
 COMMANDS = ("ui", "process", "batch", "worker", "models", "presets", "doctor")
@@ -70,9 +70,10 @@ def add_settings_arguments(parser: argparse.ArgumentParser, processor_names: Seq
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """defaults <- preset <- command-line options, validated."""
-    state = StateManager()
-    state.apply_preset(getattr(args, "preset", "balanced"))
+    """defaults <- preset <- saved settings (the UI's Settings tab) <- command-line options, validated."""
+    from facefusion_ui.config import build_state
+
+    state = build_state(preset=getattr(args, "preset", None))
     edits = {key: getattr(args, key) for key in setting_keys() if key != "preset" and hasattr(args, key)}
     state.update(edits)
     return state.snapshot()
@@ -205,6 +206,16 @@ class VersionAction(argparse.Action):
         parser.exit(0)
 
 
+# ui ----------------------------------------------------------------------------------------------------------
+def run_ui(args: argparse.Namespace) -> int:
+    from facefusion_ui.ui.app import serve
+
+    settings_from_args(args)  # bad option values are reported before anything starts
+    edits = {key: getattr(args, key) for key in setting_keys() if key != "preset" and hasattr(args, key)}
+    serve(args.host, args.port, args.share, args.auth, getattr(args, "preset", None), edits)
+    return 0
+
+
 # process ------------------------------------------------------------------------------------------------
 def run_process(args: argparse.Namespace) -> int:
     from tqdm import tqdm
@@ -267,7 +278,7 @@ def build_parser() -> OneLineParser:
     ui.add_argument("--share", action="store_true", help="ask Gradio for a public link")
     ui.add_argument("--auth", metavar="USER:PASS|FILE", help="protect the page with a password")
     add_settings_arguments(ui)
-    ui.set_defaults(handler=not_available("ui", "the Gradio UI"))
+    ui.set_defaults(handler=run_ui)
 
     process = commands.add_parser("process", help="swap faces in one image or video")
     process.add_argument(
@@ -400,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = normalise_argv(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in arguments
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(levelname)s %(message)s")
+    for chatty in ("httpx", "httpcore", "urllib3", "uvicorn.access"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         args = build_parser().parse_args(arguments)
         handler: Handler = args.handler

@@ -24,6 +24,7 @@ from facefusion_ui.faces.source import read_image
 from facefusion_ui.faults import FaultInjection, FaultyStages
 from facefusion_ui.inference import SessionPool
 from facefusion_ui.memory import MemoryBudget, is_out_of_memory, peak_rss_mb, plan_budget, probe_gpus
+from facefusion_ui.paths import home_dir
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.registry import ProcessorRegistry
@@ -130,7 +131,7 @@ def process_image(
 
 def default_work_dir(target: Path, output: Path) -> Path:
     """Where a job keeps its segments and manifest: the same command finds them again to resume."""
-    home = Path(os.environ.get("FACEFUSION_UI_HOME", Path.home() / ".facefusion_ui"))
+    home = home_dir()
     key = hashlib.sha256(f"{target.resolve()}\n{output.resolve()}".encode()).hexdigest()[:16]
     return home / "work" / key
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import JobError
+from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
 
 BUSY_TIMEOUT_MS = 60_000
@@ -69,10 +69,6 @@ RETURNING *
 """
 
 
-def default_home() -> Path:
-    return Path(os.environ.get("FACEFUSION_UI_HOME", Path.home() / ".facefusion_ui"))
-
-
 @dataclass(frozen=True)
 class Job:
     id: int
@@ -117,7 +113,7 @@ class Job:
 
 class JobStore:
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path or default_home() / "jobs.db"
+        self.path = path or home_dir() / "jobs.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as connection:
             connection.execute("PRAGMA journal_mode=WAL")

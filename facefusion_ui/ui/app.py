@@ -1,0 +1,155 @@
+"""The page (tabs Single, Batch, Settings) and its launch: host and port, a share link that may fail
+(offline: keep serving locally and say so), a password, analytics off, and only the output and upload
+folders served."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui import __version__
+from facefusion_ui.errors import UsageError
+from facefusion_ui.paths import home_dir
+
+logger = logging.getLogger(__name__)
+
+
+def prepare_environment(home: Path) -> None:
+    """Before gradio is imported: no analytics, uploads in our folder (so they can be served, nothing else)."""
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+    os.environ.setdefault("GRADIO_TEMP_DIR", str(home / "ui-uploads"))
+
+
+def parse_auth(value: str | None) -> list[tuple[str, str]] | None:
+    """``user:pass``, or a file with one ``user:pass`` per line."""
+    if not value:
+        return None
+    lines = Path(value).read_text(encoding="utf-8").splitlines() if Path(value).is_file() else [value]
+    pairs = []
+    for line in (line.strip() for line in lines):
+        if not line or line.startswith("#"):
+            continue
+        user, separator, password = line.partition(":")
+        if not separator or not user or not password:
+            raise UsageError("--auth takes user:password (or a file of user:password lines)")
+        pairs.append((user, password))
+    if not pairs:
+        raise UsageError("--auth file holds no user:password line")
+    return pairs
+
+
+def check_port(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is not busy
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise UsageError(
+                f"port {port} on {host} is busy ({error.strerror}): choose another with --port, e.g. --port {port + 1}"
+            ) from error
+
+
+def build_app(services: Any) -> Any:
+    import gradio as gr
+
+    from facefusion_ui.ui.batch import build_batch_tab
+    from facefusion_ui.ui.settings import build_settings_tab
+    from facefusion_ui.ui.single import build_single_tab
+
+    with gr.Blocks(title="facefusion_ui") as demo:
+        gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
+        with gr.Tab("Single", id="single"):
+            build_single_tab(services)
+        with gr.Tab("Batch", id="batch"):
+            build_batch_tab(services)
+        with gr.Tab("Settings", id="settings"):
+            build_settings_tab(services)
+        build_api(services)
+    return demo
+
+
+def build_api(services: Any) -> None:
+    """``/swap`` for scripts (gradio_client): the same queue as the page, waits for the result."""
+    import gradio as gr
+
+    from facefusion_ui.cli_batch import wait_for
+    from facefusion_ui.errors import InputError
+    from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors
+
+    with gr.Row(visible=False):
+        sources = gr.File(file_count="multiple")
+        target = gr.File()
+        result = gr.File()
+        button = gr.Button()
+
+    @plain_errors
+    def swap(source_values: Any, target_value: Any) -> str:
+        path = file_path(target_value)
+        if path is None or not file_paths(source_values):
+            raise InputError("give source photo(s) and a target")
+        job_id = services.enqueue(file_paths(source_values), path, output_name(path, services.outputs_dir),
+                                  services.settings())  # fmt: skip
+        job = wait_for(services.store, job_id, timeout_s=3600)
+        if job.status != "completed" or job.result is None:
+            raise InputError(f"job {job_id} {job.status}: {job.last_error or 'no output'}")
+        return str(job.result["output"])
+
+    button.click(swap, [sources, target], result, api_name="swap")
+
+
+@dataclass
+class RunningUi:
+    demo: Any
+    services: Any
+    url: str
+    share_url: str | None
+
+    def close(self) -> None:
+        self.demo.close()
+        self.services.stop()
+
+
+def start_ui(
+    host: str = "127.0.0.1", port: int = 7860, share: bool = False, auth: str | None = None,
+    preset: str | None = None, overrides: dict[str, Any] | None = None, home: Path | None = None,
+) -> RunningUi:  # fmt: skip
+    """Launch without blocking; ``RunningUi.close()`` stops the page and its worker."""
+    home = home or home_dir()
+    prepare_environment(home)
+    credentials = parse_auth(auth)
+    check_port(host, port)
+    import gradio as gr
+
+    from facefusion_ui.ui.services import UiServices
+
+    services = UiServices.create(home=home, preset=preset, overrides=overrides)
+    demo = build_app(services)
+    demo.queue(default_concurrency_limit=4)
+    try:
+        demo.launch(
+            server_name=host, server_port=port, share=share, auth=credentials, prevent_thread_lock=True,
+            allowed_paths=[str(services.outputs_dir), str(services.uploads_dir)], show_error=True, quiet=True,
+            theme=gr.themes.Soft(), footer_links=[],
+        )  # fmt: skip
+    except Exception:
+        services.stop()
+        raise
+    url = f"http://{host}:{port}"
+    share_url = getattr(demo, "share_url", None)
+    if share and not share_url:
+        logger.warning("could not get a public share link (no internet access?): serving locally only at %s", url)
+    return RunningUi(demo, services, url, share_url)
+
+
+def serve(host: str, port: int, share: bool, auth: str | None, preset: str | None, overrides: dict[str, Any]) -> None:
+    """``run.py ui``: launch and block until Ctrl-C."""
+    running = start_ui(host, port, share, auth, preset, overrides)
+    print(f"facefusion_ui is running at {running.url}" + (f" and {running.share_url}" if running.share_url else ""))
+    try:
+        running.demo.block_thread()
+    finally:
+        running.close()

@@ -1,0 +1,68 @@
+"""Helpers the tabs share: plain-words errors, progress text, output names."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import gradio as gr
+
+from facefusion_ui.errors import FacefusionError
+from facefusion_ui.jobs.store import Job
+
+logger = logging.getLogger(__name__)
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def plain_errors(handler: Handler) -> Handler:
+    """Show user mistakes as Gradio errors in plain words; never a traceback on the page."""
+
+    @functools.wraps(handler)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        except FacefusionError as error:
+            raise gr.Error(str(error), print_exception=False) from error
+        except gr.Error:
+            raise
+        except Exception as error:  # logged with its traceback for the developer, one line for the user
+            logger.exception("UI action failed")
+            raise gr.Error(f"internal error ({type(error).__name__}: {error}); see the terminal log",
+                           print_exception=False) from error  # fmt: skip
+
+    return wrapped  # type: ignore[return-value]
+
+
+def file_path(value: Any) -> Path | None:
+    """A gr.File value (a path string, or an object with .name) as a Path."""
+    if value is None:
+        return None
+    return Path(value if isinstance(value, str) else getattr(value, "name", str(value)))
+
+
+def file_paths(values: Any) -> list[Path]:
+    if values is None:
+        return []
+    items = values if isinstance(values, list) else [values]
+    return [path for path in (file_path(item) for item in items) if path is not None]
+
+
+def progress_line(job: Job) -> str:
+    if job.status == "queued":
+        return f"job {job.id}: {job.status_line or 'queued'}"
+    if job.status == "running":
+        eta = f" · ETA {job.eta_s:.0f} s" if job.eta_s is not None else ""
+        chunk = f" · chunk {job.chunk}/{job.chunks_total}" if job.chunks_total else ""
+        return f"job {job.id}: {job.frames_done}/{job.frames_total} frames · {job.fps:.1f} fps{eta}{chunk}"
+    if job.status == "failed":
+        return f"job {job.id} failed: {job.last_error}"
+    return f"job {job.id} {job.status}"
+
+
+def output_name(target: Path, outputs_dir: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return outputs_dir / f"{target.stem}_swapped_{stamp}{target.suffix.lower()}"

@@ -1,0 +1,84 @@
+"""What the page works with: settings (saved in the data folder), the job queue, and a worker thread
+that runs queued jobs in this process with warm models. The UI itself never touches a model or ffmpeg:
+it queues jobs and reads their progress (previews go through the same pipeline as jobs)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui.config import build_state, save_config
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.payload import make_payload, validate_job
+from facefusion_ui.jobs.store import Job, JobStore
+from facefusion_ui.jobs.worker import Worker, WorkerOptions
+from facefusion_ui.paths import home_dir
+from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.state_manager import Settings, StateManager
+
+
+@dataclass
+class UiServices:
+    state: StateManager
+    store: JobStore
+    runtime: ModelRuntime
+    registry: ProcessorRegistry
+    outputs_dir: Path
+    uploads_dir: Path
+    worker: Worker | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    @classmethod
+    def create(cls, home: Path | None = None, preset: str | None = None, overrides: dict[str, Any] | None = None,
+               start_worker: bool = True) -> UiServices:  # fmt: skip
+        home = home or home_dir()
+        state = build_state(preset=preset)
+        if overrides:
+            state.update(overrides)
+        settings = state.snapshot()
+        services = cls(
+            state=state, store=JobStore(home / "jobs.db"), runtime=ModelRuntime.create(settings),
+            registry=ProcessorRegistry.discover(), outputs_dir=home / "outputs", uploads_dir=home / "ui-uploads",
+        )  # fmt: skip
+        services.outputs_dir.mkdir(parents=True, exist_ok=True)
+        services.uploads_dir.mkdir(parents=True, exist_ok=True)
+        if start_worker:
+            services.start_worker(settings)
+        return services
+
+    def start_worker(self, settings: Settings) -> None:
+        options = WorkerOptions(
+            concurrency=settings.max_concurrent_jobs, memory_threshold_mb=settings.memory_threshold_mb, poll_s=0.3,
+            heartbeat_s=2.0, lease_s=15.0,
+        )  # fmt: skip
+        self.worker = Worker(self.store, self.runtime, options, registry=self.registry)
+        self._thread = threading.Thread(target=self.worker.run, name="ui-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop.set()
+            for job_id in list(self.worker.running):
+                self.store.release(job_id, self.worker.owner)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def settings(self) -> Settings:
+        return self.state.snapshot()
+
+    def save_settings(self, values: dict[str, Any]) -> Settings:
+        """Validate and apply edits, then persist them: jobs queued afterwards get them, queued ones not."""
+        self.state.update(values)
+        save_config(self.state.snapshot(), self.store.path.parent / "settings.json")
+        return self.state.snapshot()
+
+    def enqueue(self, sources: list[Path], target: Path, output: Path, settings: Settings, priority: int = 0) -> int:
+        """Validate (clear error on bad input) and queue one job with a frozen settings snapshot."""
+        payload = make_payload(sources, target, output, settings)
+        validate_job(payload, self.runtime)
+        return self.store.add(payload, priority)
+
+    def job(self, job_id: int) -> Job:
+        return self.store.get(job_id)

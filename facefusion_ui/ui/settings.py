@@ -1,0 +1,111 @@
+"""The Settings tab: presets (what each sets, and the one suggested here), execution, identity cache,
+chunks, output, and the models with the command to get the missing ones. Saved settings apply to jobs
+queued afterwards, never to queued ones (each job keeps the snapshot it was queued with)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from facefusion_ui.errors import SettingsError
+from facefusion_ui.memory import probe_gpus, system_memory
+from facefusion_ui.models import download_command, model_state
+from facefusion_ui.presets import PRESET_KEYS, load_presets, suggest_preset
+from facefusion_ui.state_manager import validate_item
+from facefusion_ui.types import ExecutionProvider, PresetName, VideoEncoder, choices
+from facefusion_ui.ui.common import plain_errors
+from facefusion_ui.ui.services import UiServices
+
+
+def suggested() -> str:
+    gpus = probe_gpus()
+    return suggest_preset(gpus[0].total_mb if gpus else None, system_memory().total_mb)
+
+
+def preset_table(selected: str) -> str:
+    presets = load_presets()
+    header = "| setting | " + " | ".join(f"**{p.name}**" if p.name == selected else p.name for p in presets) + " |"
+    lines = [header, "|---|" + "---|" * len(presets)]
+    for key in PRESET_KEYS:
+        lines.append(f"| {key} | " + " | ".join(str(p.values[key]) for p in presets) + " |")
+    return "\n".join(lines) + f"\n\nSuggested for this machine: **{suggested()}**. Selected: **{selected}**."
+
+
+def model_rows(services: UiServices) -> list[list[str]]:
+    rows = []
+    for spec in services.runtime.manifest.values():
+        state = model_state(spec, services.runtime.folder)
+        verified = {True: "yes", False: "MISMATCH", None: "-"}[state.verified]
+        how = "" if state.installed else (download_command(spec.name) if spec.kind == "onnx" else "reinstall")
+        rows.append([spec.name, spec.role, spec.kind, "yes" if state.installed else "no", verified, how])
+    return rows
+
+
+def match_distance(text: str) -> float | None:
+    value = (text or "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise SettingsError(
+            f"identity match distance '{value}' is not a number: leave it blank or type e.g. 0.5"
+        ) from None
+
+
+def chunk_value(text: str) -> int | str:
+    value: int | str = validate_item("video_chunk_size", text.strip())
+    return value
+
+
+def build_settings_tab(services: UiServices) -> None:
+    settings = services.settings()
+    with gr.Row():
+        preset = gr.Dropdown(list(choices(PresetName)), value=settings.preset, label="Memory preset",
+                             elem_id="settings-preset")  # fmt: skip
+    table = gr.Markdown(preset_table(settings.preset), elem_id="settings-preset-table")
+    with gr.Row():
+        providers = gr.CheckboxGroup(list(choices(ExecutionProvider)), value=list(settings.execution_providers),
+                                     label="Execution providers (in order)")  # fmt: skip
+        threads = gr.Slider(1, 16, value=settings.execution_threads, step=1, label="Frame workers / threads")
+    with gr.Row():
+        current = settings.face_recognition_score
+        score = gr.Textbox(value="" if current is None else str(current),
+                           label="Identity match distance (blank: the recognizer's own)")  # fmt: skip
+        limit = gr.Number(value=settings.face_cache_limit, precision=0, label="Identity cache size")
+        lifetime = gr.Number(value=settings.face_cache_lifetime, label="Identity lifetime (s of video)")
+    with gr.Row():
+        chunk = gr.Textbox(value=str(settings.video_chunk_size), label="Chunk length (seconds or auto)")
+        encoder = gr.Dropdown(list(choices(VideoEncoder)), value=settings.output_video_encoder, label="Video encoder")
+        quality = gr.Slider(0, 100, value=settings.output_video_quality, step=1, label="Video quality")
+    save = gr.Button("Save settings", variant="primary", elem_id="settings-save")
+    saved = gr.Markdown("", elem_id="settings-saved")
+    gr.Markdown("### Models")
+    gr.Dataframe(value=model_rows(services), headers=["model", "role", "kind", "installed", "verified", "get it"],
+                 interactive=False)  # fmt: skip
+
+    @plain_errors
+    def choose_preset(name: str) -> tuple[str, Any, Any, Any, Any, Any]:
+        """Show what the preset sets and put its values in the fields (saved with Save)."""
+        values = next(p.values for p in load_presets() if p.name == name)
+        return (preset_table(name), gr.Slider(value=values["execution_threads"]),
+                gr.Number(value=values["face_cache_limit"]), gr.Number(value=values["face_cache_lifetime"]),
+                gr.Textbox(value=str(values["video_chunk_size"])), "")  # fmt: skip
+
+    @plain_errors
+    def run_save(name: str, chosen: list[str], workers: float, match: str, size: float, life: float,
+                 length: str, codec: str, level: float) -> str:  # fmt: skip
+        if not chosen:
+            raise SettingsError("choose at least one execution provider (cpu always works)")
+        services.state.apply_preset(name)
+        result = services.save_settings({
+            "execution_providers": tuple(chosen), "execution_threads": int(workers),
+            "face_recognition_score": match_distance(match),
+            "face_cache_limit": int(size), "face_cache_lifetime": float(life), "video_chunk_size": chunk_value(length),
+            "output_video_encoder": codec, "output_video_quality": int(level),
+        })  # fmt: skip
+        return f"Saved (preset {result.preset}): applies to jobs queued from now on."
+
+    preset.change(choose_preset, preset, [table, threads, limit, lifetime, chunk, saved])
+    save.click(run_save, [preset, providers, threads, score, limit, lifetime, chunk, encoder, quality], saved)
