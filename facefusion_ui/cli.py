@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from facefusion_ui import __version__, cli_batch, cli_models
-from facefusion_ui.errors import FacefusionError, NotAvailableError, UsageError
+from facefusion_ui.errors import FacefusionError, UsageError
 from facefusion_ui.faults import FaultInjection
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
@@ -27,6 +27,7 @@ from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, setting_help, setting_keys, setting_rule
 from facefusion_ui.types import ExecutionProvider, JobStatus, PresetName, choices
 
+BACKEND_HELP = "sqlite (default, this machine) or redis://HOST:PORT/DB (several machines)"
 COMMANDS = ("ui", "process", "batch", "worker", "models", "presets", "doctor")
 Handler = Callable[[argparse.Namespace], int]
 
@@ -216,6 +217,16 @@ def run_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_worker_command(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    if args.backend.startswith(("redis://", "rediss://", "unix://")):
+        return cli_batch.run_rq_workers(args, settings)
+    if args.backend != "sqlite":
+        raise UsageError(f"unknown backend '{args.backend}': use sqlite or redis://HOST:PORT/DB")
+    args.until_empty, args.notify, args.on_complete, args.lease_seconds = args.burst, False, None, 30.0
+    return cli_batch.run_worker(args, settings)
+
+
 # process ------------------------------------------------------------------------------------------------
 def run_process(args: argparse.Namespace) -> int:
     from tqdm import tqdm
@@ -247,18 +258,6 @@ def run_process(args: argparse.Namespace) -> int:
             f"in {result.seconds:.1f} s"
         )
     return 0
-
-
-# not yet available ----------------------------------------------------------------------------------------
-def not_available(command: str, arrives_with: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        if getattr(args, "takes_settings", False):
-            settings_from_args(args)  # bad option values are still reported as such
-        raise NotAvailableError(
-            f"'{command}' is not available in facefusion_ui {__version__} yet: it arrives with {arrives_with}"
-        )
-
-    return handler
 
 
 # parser -----------------------------------------------------------------------------------------------
@@ -301,9 +300,11 @@ def build_parser() -> OneLineParser:
 
     worker = commands.add_parser("worker", help="run a queue worker (SQLite or Redis + RQ)")
     worker.add_argument("--backend", default="sqlite", help="sqlite (default) or redis://HOST:PORT/DB")
-    worker.add_argument("--concurrency", type=int, default=1, help="jobs at once")
-    worker.add_argument("--gpu-id", type=int, default=0, help="GPU index for this worker")
-    worker.set_defaults(handler=not_available("worker", "the Redis + RQ scale-out"))
+    worker.add_argument("--concurrency", type=int, default=1, help="jobs at once (Redis: worker processes)")
+    worker.add_argument("--gpu-id", type=int, help="GPU index for this worker (sets CUDA_VISIBLE_DEVICES)")
+    worker.add_argument("--burst", action="store_true", help="stop when the queues are empty")
+    add_settings_arguments(worker)
+    worker.set_defaults(handler=run_worker_command)
 
     models = commands.add_parser("models", help="list, verify, download or import models")
     model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
@@ -354,18 +355,22 @@ def add_batch_parser(commands: Any) -> None:
     add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")
     add.add_argument("--output-dir", required=True, metavar="OUT")
     add.add_argument("--priority", type=int, default=0, help="higher runs first")
+    add.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     add_settings_arguments(add, processor_names=ProcessorRegistry.discover().names())
     add.set_defaults(handler=lambda args: cli_batch.run_add(args, settings_from_args(args)))
     importing = actions.add_parser("import", help="queue jobs from a JSON list")
     importing.add_argument("file", metavar="JOBS.json")
+    importing.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     add_settings_arguments(importing)
     importing.set_defaults(handler=lambda args: cli_batch.run_import(args, settings_from_args(args)))
     listing = actions.add_parser("list", help="jobs and their progress")
     listing.add_argument("--status", choices=choices(JobStatus), action="append")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     listing.set_defaults(handler=lambda args: cli_batch.run_list(args))
     show = actions.add_parser("show", help="one job with its log")
-    show.add_argument("id", type=int)
+    show.add_argument("id")
+    show.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     show.set_defaults(handler=lambda args: cli_batch.run_show(args))
     run = actions.add_parser("run", help="work through the queue")
     run.add_argument("--until-empty", action="store_true", help="stop when nothing is queued")
@@ -381,14 +386,17 @@ def add_batch_parser(commands: Any) -> None:
     add_settings_arguments(run)
     run.set_defaults(handler=lambda args: cli_batch.run_worker(args, settings_from_args(args)))
     cancel = actions.add_parser("cancel", help="cancel a job")
-    cancel.add_argument("id", type=int)
+    cancel.add_argument("id")
+    cancel.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     cancel.set_defaults(handler=lambda args: cli_batch.run_cancel(args))
     retry = actions.add_parser("retry", help="queue failed jobs again")
-    retry.add_argument("id", type=int, nargs="?")
+    retry.add_argument("id", nargs="?")
+    retry.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     retry.add_argument("--failed", action="store_true", help="every failed job")
     retry.set_defaults(handler=lambda args: cli_batch.run_retry(args))
     remove = actions.add_parser("remove", help="delete a job")
-    remove.add_argument("id", type=int)
+    remove.add_argument("id")
+    remove.add_argument("--backend", default="sqlite", help=BACKEND_HELP)
     remove.set_defaults(handler=lambda args: cli_batch.run_remove(args))
     for name, text in (("pause", "start no new job"), ("resume", "start jobs again")):
         actions.add_parser(name, help=text).set_defaults(handler=lambda args: cli_batch.run_pause(args))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,9 +15,10 @@ from tqdm import tqdm
 
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.backend import JobView, QueueBackend, backend_for
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
 from facefusion_ui.jobs.store import Job, JobStore
-from facefusion_ui.jobs.worker import Worker, WorkerOptions, read_log
+from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.state_manager import Settings
 
 logger = logging.getLogger(__name__)
@@ -35,21 +37,21 @@ def targets_of(args: argparse.Namespace) -> list[Path]:
 
 
 def enqueue(
-    store: JobStore, runtime: ModelRuntime, payloads: list[dict[str, Any]], priority: int
-) -> tuple[list[int], list[tuple[int, str]]]:
+    backend: QueueBackend, runtime: ModelRuntime, payloads: list[dict[str, Any]], priority: int
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Queue the valid jobs; record the invalid ones as failed with their reason (never retried)."""
     queued, rejected = [], []
     for payload in payloads:
         try:
             validate_job(payload, runtime)
         except FacefusionError as error:
-            rejected.append((store.add_failed(payload, str(error), priority), str(error)))
+            rejected.append((backend.add_failed(payload, str(error), priority), str(error)))
             continue
-        queued.append(store.add(payload, priority))
+        queued.append(backend.add(payload, priority))
     return queued, rejected
 
 
-def report_enqueued(queued: list[int], rejected: list[tuple[int, str]]) -> int:
+def report_enqueued(queued: list[str], rejected: list[tuple[str, str]]) -> int:
     if queued:
         print(f"queued {len(queued)} job(s): {', '.join(map(str, queued))}")
     for job_id, reason in rejected:
@@ -58,14 +60,14 @@ def report_enqueued(queued: list[int], rejected: list[tuple[int, str]]) -> int:
 
 
 def run_add(args: argparse.Namespace, settings: Settings) -> int:
-    store = JobStore()
+    backend = backend_for(args.backend)
     runtime = ModelRuntime.create(settings)
     output_dir = Path(args.output_dir)
     payloads = [
         make_payload([Path(s) for s in args.sources], target, output_for(target, output_dir), settings)
         for target in targets_of(args)
     ]
-    return report_enqueued(*enqueue(store, runtime, payloads, args.priority))
+    return report_enqueued(*enqueue(backend, runtime, payloads, args.priority))
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -76,10 +78,10 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"{path} cannot be read as a JSON list of jobs ({error})") from error
     if not isinstance(entries, list):
         raise InputError(f"{path} must hold a JSON list of jobs ({{'sources': [...], 'target': ..., 'output': ...}})")
-    store = JobStore()
+    backend = backend_for(args.backend)
     runtime = ModelRuntime.create(settings)
-    queued: list[int] = []
-    rejected: list[tuple[int, str]] = []
+    queued: list[str] = []
+    rejected: list[tuple[str, str]] = []
     for number, entry in enumerate(entries, start=1):
         try:
             job_settings = settings.with_items(**entry.get("settings", {}))
@@ -87,20 +89,20 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
                                    Path(entry["output"]), job_settings)  # fmt: skip
         except (KeyError, TypeError, FacefusionError) as error:
             raise InputError(f"{path}: job {number} is incomplete or invalid ({error})") from error
-        done, failed = enqueue(store, runtime, [payload], int(entry.get("priority", 0)))
+        done, failed = enqueue(backend, runtime, [payload], int(entry.get("priority", 0)))
         queued += done
         rejected += failed
     return report_enqueued(queued, rejected)
 
 
-def progress_text(job: Job) -> str:
+def progress_text(job: JobView) -> str:
     if job.frames_total:
         return f"{100 * job.frames_done / job.frames_total:5.1f}%"
     return "  -" if job.status != "completed" else " 100%"
 
 
 def run_list(args: argparse.Namespace) -> int:
-    jobs = JobStore().jobs(args.status)
+    jobs = backend_for(args.backend).jobs(args.status)
     if args.json:
         print(json.dumps([job.to_json() for job in jobs], indent=1))
         return 0
@@ -109,7 +111,7 @@ def run_list(args: argparse.Namespace) -> int:
     for job in jobs:
         info = job.last_error if job.status == "failed" else (job.status_line or "")
         eta = f"{job.eta_s:.0f}" if job.eta_s is not None and job.status == "running" else "-"
-        rows.append([str(job.id), job.status, str(job.priority), progress_text(job), f"{job.fps:.1f}", eta,
+        rows.append([job.id, job.status, str(job.priority), progress_text(job), f"{job.fps:.1f}", eta,
                      f"{job.attempts}/{job.max_attempts}", Path(job.target).name, info or ""])  # fmt: skip
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
@@ -118,10 +120,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    store = JobStore()
-    job = store.get(args.id)
+    backend = backend_for(args.backend)
+    job = backend.get(args.id)
     print(json.dumps(job.to_json(), indent=1))
-    log = read_log(store, job.id)
+    log = backend.log(job.id)
     print("--- job log ---")
     print(log.rstrip() or "(no log yet)")
     return 0
@@ -170,26 +172,26 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
-    state = JobStore().cancel(args.id)
+    state = backend_for(args.backend).cancel(args.id)
     print(f"job {args.id} " + ("cancelled" if state == "cancelled" else "is stopping (cancel asked)"))
     return 0
 
 
 def run_retry(args: argparse.Namespace) -> int:
-    store = JobStore()
+    backend = backend_for(args.backend)
     if args.failed:
-        ids = store.retry_failed()
+        ids = backend.retry_failed()
         print(f"requeued {len(ids)} failed job(s)")
         return 0
     if args.id is None:
         raise UsageError("batch retry needs a job ID or --failed")
-    store.retry(args.id)
+    backend.retry(args.id)
     print(f"job {args.id} queued again")
     return 0
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    JobStore().remove(args.id)
+    backend_for(args.backend).remove(args.id)
     print(f"job {args.id} removed")
     return 0
 
@@ -210,3 +212,39 @@ def wait_for(store: JobStore, job_id: int, timeout_s: float) -> Job:
             return job
         time.sleep(0.2)
     raise JobError(f"job {job_id} did not finish within {timeout_s:.0f} s")
+
+
+def run_rq_workers(args: argparse.Namespace, settings: Settings) -> int:
+    """``run.py worker --backend redis://...``: ``--concurrency`` warm worker processes on this machine."""
+    import multiprocessing
+
+    from facefusion_ui.jobs.rq_backend import RqBackend
+
+    RqBackend.connect(args.backend)  # a clear error now rather than in every worker
+    if args.gpu_id is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(args.gpu_id)
+    count = max(1, args.concurrency)
+    if count == 1:
+        rq_worker_process(args.backend, settings.to_json(), args.burst)
+        return 0
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=rq_worker_process, args=(args.backend, settings.to_json(), args.burst))
+                 for _ in range(count)]  # fmt: skip
+    for child in processes:
+        child.start()
+    try:
+        for child in processes:
+            child.join()
+    except KeyboardInterrupt:
+        for child in processes:
+            child.terminate()
+        raise
+    return 0
+
+
+def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
+    from facefusion_ui.jobs.rq_backend import run_worker
+
+    settings = Settings.from_json(settings_json)
+    print(f"worker on {url}: models load on first use and stay warm", flush=True)
+    run_worker(url, ModelRuntime.create(settings), burst=burst)

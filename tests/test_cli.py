@@ -91,12 +91,10 @@ def test_verbose_adds_the_traceback(run_cli: RunCli) -> None:
     assert "Traceback" in completed.stderr
 
 
-def test_commands_not_built_yet_say_so_plainly(run_cli: RunCli) -> None:
-    completed = run_cli(["worker"])
-    assert completed.returncode == 1
-    assert completed.stdout == ""
-    expected = "error: 'worker' is not available in facefusion_ui 0.1.0 yet: it arrives with the Redis + RQ"
-    assert completed.stderr.strip() == expected + " scale-out"
+def test_unknown_backend_is_a_user_error(run_cli: RunCli) -> None:
+    completed = run_cli(["batch", "list", "--backend", "postgres://x"])
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "error: unknown backend 'postgres://x': use sqlite or redis://HOST:PORT/DB"
 
 
 def test_version_reports_ffmpeg_and_providers(run_cli: RunCli) -> None:

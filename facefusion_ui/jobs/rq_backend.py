@@ -1,0 +1,297 @@
+"""The queue on Redis + RQ, for several machines: the same job payload, the same resume.
+
+- Queues ``facefusion_ui-high``, ``-default`` and ``-low`` carry priorities; workers take them in that order.
+- ``WarmWorker`` runs jobs in its own process (no fork per job), so models stay loaded across jobs; while
+  a job runs it renews its heartbeat every few seconds. When a worker dies, RQ's registry cleanup (run
+  by the other workers) finds the job abandoned and queues it again (``Retry``), and the next worker
+  resumes it from the chunk manifest in ``FACEFUSION_UI_HOME/jobs/rq-ID/work`` - which must be on storage
+  every worker shares (NFS, SMB...). Without shared storage the job starts again from its first chunk and
+  its log says so.
+- Bad input fails at once (no retry); transient errors (out of memory, ffmpeg, I/O) are retried 3 times
+  with growing waits; cancel works for queued and running jobs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+from rq import Queue, Retry, SimpleWorker, get_current_job
+from rq.job import Job as RqJob
+from rq.job import JobStatus as RqStatus
+from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+
+from facefusion_ui.core import process
+from facefusion_ui.errors import CancelledError, FacefusionError, JobError
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.backend import JobView
+from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.jobs.worker import JobLog
+from facefusion_ui.paths import home_dir
+from facefusion_ui.types import JobStatus
+
+logger = logging.getLogger(__name__)
+QUEUE_NAMES = ("facefusion_ui-high", "facefusion_ui-default", "facefusion_ui-low")
+RETRY_WAITS_S = [5, 15, 45]
+KEEP_S = 7 * 24 * 3600
+current_runtime: contextvars.ContextVar[ModelRuntime] = contextvars.ContextVar("facefusion_ui_runtime")
+"""The worker's warm models, visible to the job function it is running."""
+
+
+def queue_for(priority: int) -> str:
+    return QUEUE_NAMES[0] if priority > 0 else QUEUE_NAMES[2] if priority < 0 else QUEUE_NAMES[1]
+
+
+def job_folder(job_id: str) -> Path:
+    return home_dir() / "jobs" / f"rq-{job_id}"
+
+
+# The job function (runs inside a worker) ----------------------------------------------------------------------
+def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
+    job = get_current_job()
+    assert job is not None
+    sources, target, output, settings = payload_parts(payload)
+    runtime = current_runtime.get(None) or ModelRuntime.create(settings)
+    folder = job_folder(job.id)
+    log = JobLog(folder / "job.log")
+    attempt = int(job.meta.get("attempts", 0)) + 1
+    job.meta.update({"attempts": attempt, "status_line": "running", "last_error": None})
+    job.save_meta()
+    log.write(f"attempt {attempt} on {job.worker_name}")
+    if attempt > 1 and not (folder / "work" / "manifest.json").exists():
+        log.write("no chunk manifest from the earlier attempt here: starting from the first chunk "
+                  "(job folders are not on storage shared by the workers)")  # fmt: skip
+    cancel = threading.Event()
+    done = threading.Event()
+
+    def watch_cancel() -> None:
+        while not done.wait(1.0):
+            if job.get_meta(refresh=True).get("cancel_requested"):
+                cancel.set()
+                return
+
+    watcher = threading.Thread(target=watch_cancel, daemon=True)
+    watcher.start()
+
+    def progress(state: dict[str, Any]) -> None:
+        job.meta.update({key: state[key] for key in ("frames_done", "frames_total", "fps", "chunk", "chunks_total",
+                                                     "eta_s")})  # fmt: skip
+        job.meta["status_line"] = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
+        job.save_meta()
+
+    try:
+        result = process(settings, sources, target, output, runtime=runtime, progress=progress,
+                         work_dir=folder / "work", cancel=cancel).to_json()  # fmt: skip
+    except CancelledError:
+        log.write("cancelled")
+        job.meta.update({"outcome": "cancelled", "status_line": "cancelled"})
+        job.save_meta()
+        return None
+    except FacefusionError as error:
+        if error.transient:
+            log.write(f"error (will retry): {error}")
+            job.meta.update({"last_error": str(error), "status_line": "will retry"})
+            job.save_meta()
+            raise
+        log.write(f"failed: {error}")
+        job.meta.update({"outcome": "failed", "last_error": str(error), "status_line": "failed"})
+        job.save_meta()
+        return None
+    finally:
+        done.set()
+        watcher.join()
+    log.write(f"completed: {output}")
+    job.meta.update({"outcome": "completed", "status_line": "completed"})
+    job.save_meta()
+    return result
+
+
+# The worker ---------------------------------------------------------------------------------------------------
+class WarmWorker(SimpleWorker):
+    """Runs jobs in this process (models stay loaded) and heartbeats while a job runs."""
+
+    runtime: ModelRuntime | None = None
+    lease_grace_s = 10
+
+    def get_heartbeat_ttl(self, job: RqJob, working_time: float = 0.0) -> int:
+        return int(self.job_monitoring_interval + self.lease_grace_s)
+
+    def execute_job(self, job: RqJob, queue: Queue) -> None:
+        execution = self.prepare_execution(job)
+        running = threading.Event()
+
+        def beat() -> None:
+            while not running.wait(self.job_monitoring_interval):
+                try:
+                    self.maintain_heartbeats(job, execution)
+                except Exception:  # a missed beat is retried at the next interval
+                    logger.debug("heartbeat failed", exc_info=True)
+
+        heart = threading.Thread(target=beat, daemon=True)
+        heart.start()
+        token = current_runtime.set(self.runtime) if self.runtime is not None else None
+        try:
+            self.perform_job(job, queue, execution)
+        finally:
+            running.set()
+            heart.join()
+            if token is not None:
+                current_runtime.reset(token)
+        self.set_state("idle")
+
+
+def run_worker(url: str, runtime: ModelRuntime, burst: bool = False, heartbeat_s: int = 5,
+               maintenance_s: int = 10) -> None:  # fmt: skip
+    """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped."""
+    connection = Redis.from_url(url)
+    queues = [Queue(name, connection=connection) for name in QUEUE_NAMES]
+    worker = WarmWorker(queues, connection=connection, job_monitoring_interval=heartbeat_s,
+                        maintenance_interval=maintenance_s)  # fmt: skip
+    worker.runtime = runtime
+    worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
+
+
+# The backend (what batch add/list/show/cancel/retry use) --------------------------------------------------------
+class RqBackend:
+    name = "redis"
+
+    def __init__(self, connection: Redis) -> None:
+        self.connection = connection
+        self.queues = {name: Queue(name, connection=connection) for name in QUEUE_NAMES}
+
+    @classmethod
+    def connect(cls, url: str) -> RqBackend:
+        connection = Redis.from_url(url)
+        try:
+            connection.ping()
+        except Exception as error:  # redis raises ConnectionError and friends
+            raise JobError(f"cannot reach Redis at {url} ({error}): start redis-server or fix --backend") from error
+        return cls(connection)
+
+    def add(self, payload: dict[str, Any], priority: int = 0) -> str:
+        queue = self.queues[queue_for(priority)]
+        job = queue.enqueue(
+            run_job, payload, retry=Retry(max=len(RETRY_WAITS_S), interval=RETRY_WAITS_S), job_timeout=-1,
+            result_ttl=KEEP_S, failure_ttl=KEEP_S, meta={"priority": priority, "status_line": "queued"},
+        )  # fmt: skip
+        return str(job.id)
+
+    def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str:
+        meta = {"priority": priority, "outcome": "failed", "last_error": reason, "status_line": "rejected at enqueue"}
+        job = RqJob.create(run_job, args=(payload,), connection=self.connection, result_ttl=KEEP_S,
+                           failure_ttl=KEEP_S, meta=meta)  # fmt: skip
+        job.save()
+        FailedJobRegistry(queue=self.queues[queue_for(priority)]).add(job, ttl=KEEP_S, exc_string=reason)
+        return str(job.id)
+
+    def _ids(self) -> list[str]:
+        ids: list[str] = []
+        for queue in self.queues.values():
+            ids += queue.job_ids
+            for registry in (StartedJobRegistry, FinishedJobRegistry, FailedJobRegistry):
+                ids += registry(queue=queue).get_job_ids()
+            ids += queue.scheduled_job_registry.get_job_ids() + queue.canceled_job_registry.get_job_ids()
+            ids += queue.deferred_job_registry.get_job_ids()
+        return list(dict.fromkeys(ids))
+
+    def _fetch(self, job_id: str) -> RqJob:
+        try:
+            return RqJob.fetch(job_id, connection=self.connection)
+        except Exception as error:  # NoSuchJobError, or a malformed id
+            raise JobError(
+                f"no job {job_id} in this Redis queue: 'run.py batch list --backend ...' shows them"
+            ) from error
+
+    def view(self, job: RqJob) -> JobView:
+        meta = job.get_meta(refresh=False)
+        status = self.status_of(job.get_status(refresh=True), meta)
+        result = job.return_value() if status == "completed" else None
+        last_error = meta.get("last_error")
+        if status == "failed" and not last_error:
+            latest = job.latest_result()
+            last_error = (latest.exc_string or "").strip().splitlines()[-1] if latest and latest.exc_string else None
+        numbers = {key: int(meta.get(key, 0)) for key in ("frames_done", "frames_total", "chunk", "chunks_total")}
+        return JobView(
+            id=str(job.id), status=status, priority=int(meta.get("priority", 0)), payload=dict(job.args[0]),
+            attempts=int(meta.get("attempts", 0)), max_attempts=len(RETRY_WAITS_S) + 1, last_error=last_error,
+            fps=float(meta.get("fps", 0.0)), eta_s=meta.get("eta_s"), status_line=meta.get("status_line"),
+            result=result if isinstance(result, dict) else None, **numbers,
+        )  # fmt: skip
+
+    @staticmethod
+    def status_of(status: RqStatus | None, meta: dict[str, Any]) -> JobStatus:
+        outcome = meta.get("outcome")
+        if outcome in ("completed", "failed", "cancelled"):
+            return outcome  # type: ignore[no-any-return]
+        if status == RqStatus.STARTED:
+            return "running"
+        if status == RqStatus.FAILED:
+            return "failed"
+        if status in (RqStatus.CANCELED, RqStatus.STOPPED):
+            return "cancelled"
+        if status == RqStatus.FINISHED:
+            return "completed"
+        return "queued"
+
+    def jobs(self, statuses: Sequence[str] | None = None) -> list[JobView]:
+        views = []
+        for job in RqJob.fetch_many(self._ids(), connection=self.connection):
+            if job is None:
+                continue
+            view = self.view(job)
+            if not statuses or view.status in statuses:
+                views.append(view)
+        return sorted(views, key=lambda view: (view.payload.get("target", ""), view.id))
+
+    def get(self, job_id: str) -> JobView:
+        return self.view(self._fetch(job_id))
+
+    def log(self, job_id: str) -> str:
+        path = job_folder(job_id) / "job.log"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    def cancel(self, job_id: str) -> str:
+        job = self._fetch(job_id)
+        view = self.view(job)
+        if view.status in ("completed", "failed", "cancelled"):
+            raise JobError(f"job {job_id} is already {view.status}: nothing to cancel")
+        if view.status == "queued":
+            job.cancel()
+            job.meta.update({"outcome": "cancelled", "status_line": "cancelled"})
+            job.save_meta()
+            return "cancelled"
+        job.meta["cancel_requested"] = True
+        job.meta["status_line"] = "cancelling"
+        job.save_meta()
+        return "running"
+
+    def retry(self, job_id: str) -> None:
+        job = self._fetch(job_id)
+        view = self.view(job)
+        if view.status not in ("failed", "cancelled"):
+            raise JobError(f"job {job_id} is {view.status}: only failed or cancelled jobs can be retried")
+        for key in ("outcome", "cancel_requested", "last_error"):
+            job.meta.pop(key, None)
+        job.meta.update({"attempts": 0, "status_line": "queued (retry)"})
+        job.save_meta()
+        for registry in (FailedJobRegistry, FinishedJobRegistry):
+            registry(queue=self.queues[queue_for(view.priority)]).remove(job)
+        job.retries_left = len(RETRY_WAITS_S)
+        self.queues[queue_for(view.priority)].enqueue_job(job)
+
+    def retry_failed(self) -> list[str]:
+        ids = [view.id for view in self.jobs(["failed"])]
+        for job_id in ids:
+            self.retry(job_id)
+        return ids
+
+    def remove(self, job_id: str) -> None:
+        job = self._fetch(job_id)
+        if self.view(job).status == "running":
+            raise JobError(f"job {job_id} is running: cancel it first")
+        job.delete()
