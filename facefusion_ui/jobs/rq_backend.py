@@ -150,8 +150,10 @@ def run_worker(url: str, runtime: ModelRuntime, burst: bool = False, heartbeat_s
     """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped."""
     connection = Redis.from_url(url)
     queues = [Queue(name, connection=connection) for name in QUEUE_NAMES]
+    # worker_ttl sets how long an idle worker blocks waiting for a job (ttl - 15 s) before it runs its
+    # maintenance, which is what finds the jobs of dead workers: RQ's default (420 s) is far too slow.
     worker = WarmWorker(queues, connection=connection, job_monitoring_interval=heartbeat_s,
-                        maintenance_interval=maintenance_s)  # fmt: skip
+                        maintenance_interval=maintenance_s, worker_ttl=maintenance_s + 20)  # fmt: skip
     worker.runtime = runtime
     worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
 

@@ -1,0 +1,167 @@
+"""The queue on a real redis-server (started here on a free loopback port) with real RQ worker
+processes: jobs complete exactly once, a killed worker's job is finished by the other from its chunk
+manifest, bad input fails without retries, and the same CLI commands see the same jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import cv2
+import pytest
+from redis import Redis
+from rq import Worker as RqWorker
+
+from facefusion_ui.jobs.payload import make_payload
+from facefusion_ui.jobs.rq_backend import RqBackend, job_folder
+from facefusion_ui.state_manager import Settings
+from tests.conftest import ROOT
+from tests.support import media, videos
+
+CHUNKED = Settings(video_chunk_size=1, output_video_preset="ultrafast")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            Redis.from_url(url).ping()
+            break
+        except Exception:
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.1)
+    yield url
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def backend(redis_url: str, private_home: Path) -> RqBackend:
+    connected = RqBackend.connect(redis_url)
+    connected.connection.flushdb()
+    return connected
+
+
+@pytest.fixture(scope="module")
+def face(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("rq") / "face.png"
+    cv2.imwrite(str(path), media.astronaut())
+    return path
+
+
+def start_worker(url: str, home: Path, *extra: str) -> subprocess.Popen[str]:
+    """A worker process; its output goes to a file (a pipe nobody reads would block it once full)."""
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
+    home.mkdir(parents=True, exist_ok=True)
+    log = (home / f"worker-{time.monotonic_ns()}.log").open("w")
+    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), "worker", "--backend", url, *extra],
+                            stdout=log, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)  # fmt: skip
+
+
+def wait_until(condition: object, timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, message
+        time.sleep(0.1)
+
+
+def test_two_workers_one_killed_every_job_completes_once(
+    backend: RqBackend, redis_url: str, face: Path, tmp_path: Path, private_home: Path
+) -> None:
+    clips = [videos.write_video(tmp_path / f"clip{i}.mp4", videos.moving_face(240, 180, 50), 50) for i in range(6)]
+    ids = [backend.add(make_payload([face], clip, tmp_path / f"out{i}.mp4", CHUNKED)) for i, clip in enumerate(clips)]
+    workers = [start_worker(redis_url, private_home) for _ in range(2)]
+    try:
+        victim: list[str] = []
+
+        def second_chunk_running() -> bool:
+            for job_id in ids:
+                work = job_folder(job_id) / "work"
+                manifest = work / "manifest.json"
+                in_second_chunk = (work / "part_segment_00001.mp4").exists() and manifest.exists()
+                if in_second_chunk and len(json.loads(manifest.read_text())["done"]) == 1:
+                    victim.append(job_id)
+                    return True
+            return False
+
+        wait_until(second_chunk_running, 240, "no job reached its second chunk")
+        running = {w.get_current_job_id(): w.pid for w in RqWorker.all(connection=backend.connection)}
+        pid = running[victim[0]]
+        killed = next(worker for worker in workers if worker.pid == pid)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        wait_until(lambda: all(backend.get(job_id).status == "completed" for job_id in ids), 300,
+                   "not every job completed")  # fmt: skip
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    for job_id in ids:
+        assert backend.log(job_id).count("completed:") == 1, backend.log(job_id)
+    resumed = backend.get(victim[0])
+    assert resumed.attempts == 2 and resumed.result is not None and resumed.result["chunks_skipped"] == 1
+    for index in range(6):
+        assert len(videos.decode_all(tmp_path / f"out{index}.mp4")) == 50
+
+
+def test_bad_input_fails_once_and_cli_lists_the_same_jobs(
+    backend: RqBackend, redis_url: str, face: Path, tmp_path: Path, private_home: Path
+) -> None:
+    target = tmp_path / "grace.png"
+    cv2.imwrite(str(target), media.grace_hopper())
+    good = backend.add(make_payload([face], target, tmp_path / "good.png", Settings()), priority=1)
+    gone = tmp_path / "gone.png"
+    cv2.imwrite(str(gone), media.grace_hopper())
+    bad = backend.add(make_payload([face], gone, tmp_path / "bad.png", Settings()))
+    gone.unlink()
+    later = backend.add(make_payload([face], target, tmp_path / "later.png", Settings()), priority=-1)
+    assert backend.cancel(later) == "cancelled"
+    worker = start_worker(redis_url, private_home, "--burst")
+    assert worker.wait(timeout=300) == 0
+    assert backend.get(good).status == "completed"
+    failed = backend.get(bad)
+    assert failed.status == "failed" and failed.attempts == 1
+    assert failed.last_error is not None and "does not exist" in failed.last_error
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(private_home)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(ROOT / "run.py"), "batch", *args, "--backend", redis_url],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
+
+    listed = json.loads(cli("list", "--json").stdout)
+    assert {job["id"]: job["status"] for job in listed} == {good: "completed", bad: "failed", later: "cancelled"}
+    shown = cli("show", bad)
+    assert shown.returncode == 0 and "failed:" in shown.stdout and "does not exist" in shown.stdout
+    retried = cli("retry", later)
+    assert retried.returncode == 0 and backend.get(later).status == "queued"
+    assert cli("remove", good).returncode == 0
+    assert good not in {job.id for job in backend.jobs()}
+    missing = cli("show", "no-such-job")
+    assert missing.returncode == 2 and "no job no-such-job" in missing.stderr
+
+
+def test_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "batch", "list", "--backend",
+                                f"redis://127.0.0.1:{free_port()}/0"], capture_output=True, text=True, cwd=ROOT,
+                               timeout=60)  # fmt: skip
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("error: cannot reach Redis at") and "start redis-server" in completed.stderr
