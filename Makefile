@@ -6,7 +6,7 @@ VENV_PY := $(VENV)/bin/python
 ARGS ?=
 INSTALL_INPUTS := pyproject.toml facefusion_ui/installer.py
 
-.PHONY: install install-test run test lint clean
+.PHONY: install install-test run test lint clean system-deps
 
 $(VENV)/.installed: $(INSTALL_INPUTS)
 	$(PYTHON) -m facefusion_ui.installer --venv $(VENV) --quiet
@@ -27,7 +27,14 @@ lint: install-test
 	$(VENV_PY) -m ruff format --check .
 	$(VENV_PY) -m mypy
 
-test: lint
+# The UI tests drive Debian's chromium and the scale-out tests start a real redis-server.
+system-deps:
+	@if command -v redis-server >/dev/null 2>&1 && [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium redis-server; \
+	else echo "the tests need chromium (/usr/bin/chromium) and redis-server: sudo apt-get install chromium redis-server"; exit 1; fi
+
+test: system-deps lint
 	$(VENV_PY) -m pytest
 
 clean:
