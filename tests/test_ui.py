@@ -161,3 +161,14 @@ def test_in_a_real_browser(ui: RunningUi, media_files: dict[str, Path]) -> None:
         expect(page.locator("#settings-preset-table")).to_contain_text("Selected: strict", timeout=30_000)
         page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
         browser.close()
+
+
+def test_share_without_internet_keeps_serving_locally(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING")
+    running = start_ui(port=free_port(), share=True, home=tmp_path / "home")
+    try:
+        assert running.share_url is None
+        assert "could not get a public share link" in caplog.text and "serving locally only" in caplog.text
+        assert httpx.get(running.url, timeout=10).status_code == 200
+    finally:
+        running.close()
