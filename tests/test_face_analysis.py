@@ -193,3 +193,29 @@ def test_analyser_counts_its_work(shared_runtime: ModelRuntime) -> None:
     analyser.analyse(media.t1(), SETTINGS)
     analyser.analyse(media.astronaut(), SETTINGS, embeddings=False)
     assert (analyser.counters.frames, analyser.counters.faces_detected, analyser.counters.recognizer_calls) == (2, 7, 6)
+
+
+def test_concurrent_detection_uses_thread_copies(shared_runtime: ModelRuntime) -> None:
+    """dlib's HOG detector is not thread-safe: each thread gets its own copy, results stay identical."""
+    import threading
+
+    image = media.t1()
+    expected = [d.bbox.tolist() for d in FaceAnalyser(shared_runtime).detect(image, SETTINGS)]
+    results: list[list[list[float]]] = []
+    errors: list[BaseException] = []
+
+    def detect() -> None:
+        try:
+            for _ in range(3):
+                results.append([d.bbox.tolist() for d in FaceAnalyser(shared_runtime).detect(image, SETTINGS)])
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=detect) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 12
+    assert all(result == expected for result in results)
+    assert shared_runtime.embedded.loads["dlib_hog"] == 1

@@ -25,6 +25,9 @@ from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import ExecutionProvider, Fp16Mode
 
 BLAZEFACE_MIN_CONFIDENCE = 0.2
+PER_THREAD_MODELS = frozenset({"dlib_hog"})
+"""Models each thread gets its own copy of: dlib's HOG detector is not thread-safe but releases the GIL
+and costs nothing to build (no file), so concurrent jobs detect in parallel instead of queueing on a lock."""
 """mediapipe fixes the threshold when the graph is built; we keep it low and filter by the setting."""
 
 
@@ -71,8 +74,8 @@ def _warm_up_quietly(graph: Any) -> None:
 class EmbeddedModels:
     """dlib and mediapipe objects by manifest name. Neither is thread-safe (dlib's HOG detector releases
     the GIL and shares scratch buffers; a mediapipe graph is one stateful pipeline), so each model is used
-    only inside ``using(name)``, which holds that model's own lock: frame workers run in parallel
-    wherever they are not in the same model."""
+    only inside ``using(name)``, which holds that model's own lock (or, for ``PER_THREAD_MODELS``, hands
+    the thread its own copy): threads run in parallel wherever they are not in the same model."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -80,6 +83,9 @@ class EmbeddedModels:
         self._use_locks: dict[str, threading.Lock] = {}
         self.loads: Counter[str] = Counter()
         self.releases = 0
+        self._local = threading.local()
+        self._generation = 0
+        """Bumped by release_all: threads rebuild their copies after a release."""
 
     def get(self, spec: ModelSpec) -> Any:
         with self._lock:
@@ -98,9 +104,22 @@ class EmbeddedModels:
 
     @contextlib.contextmanager
     def using(self, spec: ModelSpec) -> Iterator[Any]:
+        if spec.name in PER_THREAD_MODELS:
+            yield self._thread_copy(spec)
+            return
         model = self.get(spec)
         with self.lock_for(spec.name):
             yield model
+
+    def _thread_copy(self, spec: ModelSpec) -> Any:
+        """This thread's own instance (the shared one counts as the load; copies are built, not read)."""
+        self.get(spec)
+        copies: dict[str, tuple[int, Any]] = self._local.__dict__.setdefault("copies", {})
+        stored = copies.get(spec.name)
+        if stored is None or stored[0] != self._generation:
+            stored = (self._generation, _load_embedded(spec))
+            copies[spec.name] = stored
+        return stored[1]
 
     def loaded(self) -> list[str]:
         with self._lock:
@@ -114,6 +133,7 @@ class EmbeddedModels:
                 if callable(close):
                     close()
             self._models.clear()
+            self._generation += 1
             self.releases += count
             return count
 
