@@ -23,7 +23,15 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.faults import FaultInjection, FaultyStages
 from facefusion_ui.inference import SessionPool
-from facefusion_ui.memory import MemoryBudget, is_out_of_memory, peak_rss_mb, plan_budget, probe_gpus
+from facefusion_ui.memory import (
+    MemoryBudget,
+    is_out_of_memory,
+    keep_frames_off_the_heap,
+    peak_rss_mb,
+    plan_budget,
+    probe_gpus,
+    return_free_memory,
+)
 from facefusion_ui.paths import home_dir
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.presets import PRESET_KEYS
@@ -217,6 +225,7 @@ def process_video(
     if check_paths(sources, target, output) != "video":
         raise InputError(f"{target} is not a video: use process() for images")
     runtime = runtime or ModelRuntime.create(settings)
+    keep_frames_off_the_heap()
     ffmpeg = resolve_ffmpeg().path
     info = probe_video(target)
     pipeline = FramePipeline.build(settings, runtime, sources, registry)
@@ -255,6 +264,7 @@ def process_video(
         if settings.release_models == "after_chunk":
             pipeline.release()
         gc.collect()
+        return_free_memory()
     assemble(ffmpeg, manifest, info, first, last, settings, output)
     if not settings.keep_temp:
         remove_work_dir(work_dir)

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -148,3 +149,44 @@ def plan_budget(
     queue = max(1, min(queue_size, fitting))
     seconds = auto_chunk_seconds(width, height, fps, usable) if chunk_size == "auto" else int(chunk_size)
     return MemoryBudget(available, usable, frame_mb, queue, seconds, gpu_free_mb)
+
+
+# The C heap -------------------------------------------------------------------------------------------------
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+FRAME_MMAP_THRESHOLD = 1 << 20
+"""Allocations above 1 MiB (every video frame) get their own mapping, returned to the system when freed.
+
+glibc raises its mmap threshold each time a large mapped block is freed, so after a while frames are
+carved from the heap instead, where chunk after chunk of them fragments it and the peak RSS creeps up
+with the video's length. A fixed threshold keeps frames out of the heap."""
+
+
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+def keep_frames_off_the_heap() -> bool:
+    """Fix glibc's mmap threshold (see FRAME_MMAP_THRESHOLD); False where there is no glibc."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.mallopt(M_MMAP_THRESHOLD, FRAME_MMAP_THRESHOLD)
+    libc.mallopt(M_TRIM_THRESHOLD, 4 * FRAME_MMAP_THRESHOLD)
+    return True
+
+
+def return_free_memory() -> None:
+    """Give the heap's free pages back to the system (between chunks)."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
