@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,8 +51,8 @@ def main() -> None:
         completed = subprocess.run(
             [sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o",
              str(work / f"out_{minutes}.mp4"), "--preset", "balanced", "--face-detector-model", args.detector,
-             "--json"], capture_output=True, text=True, check=True, env={"FACEFUSION_UI_HOME": str(work / "home"),
-                                                                          "PATH": "/usr/bin:/bin"},
+             "--json"], capture_output=True, text=True, check=True,
+            env={**os.environ, "FACEFUSION_UI_HOME": str(work / "home")},
         )  # fmt: skip
         summary = json.loads(completed.stdout)
         peaks[minutes] = summary["peak_rss_mb"]

@@ -26,7 +26,6 @@ from facefusion_ui.inference import SessionPool
 from facefusion_ui.memory import (
     MemoryBudget,
     is_out_of_memory,
-    keep_frames_off_the_heap,
     peak_rss_mb,
     plan_budget,
     probe_gpus,
@@ -225,7 +224,6 @@ def process_video(
     if check_paths(sources, target, output) != "video":
         raise InputError(f"{target} is not a video: use process() for images")
     runtime = runtime or ModelRuntime.create(settings)
-    keep_frames_off_the_heap()
     ffmpeg = resolve_ffmpeg().path
     info = probe_video(target)
     pipeline = FramePipeline.build(settings, runtime, sources, registry)
