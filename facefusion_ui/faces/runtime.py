@@ -148,6 +148,7 @@ class ModelRuntime:
     sources: LruTtlCache[Any, Any] = field(default_factory=LruTtlCache)
     """Analysed source photos, by content hash: see ``faces.source.load_sources``."""
     _fp16: bool | None = None
+    _resolved: dict[str, tuple[ModelSpec, Path]] = field(default_factory=dict)
 
     @classmethod
     def create(cls, settings: Settings, folder: Path | None = None) -> ModelRuntime:
@@ -177,8 +178,13 @@ class ModelRuntime:
         return spec
 
     def onnx_session(self, name: str) -> tuple[ModelSpec, Any]:
-        spec = self.resolve(name)
-        path = require_model(spec, self.folder)
+        """The session of model ``name`` (its FP16 variant where that applies). Called per face on every
+        frame, so the file checks happen once, until the next ``release_all``."""
+        resolved = self._resolved.get(name)
+        if resolved is None:
+            spec = self.resolve(name)
+            resolved = self._resolved[name] = (spec, require_model(spec, self.folder))
+        spec, path = resolved
         precision = "fp16" if spec.name.endswith("_fp16") else "fp32"
         return spec, self.sessions.get(spec.name, path, precision)
 
@@ -196,6 +202,7 @@ class ModelRuntime:
         """Free every model; the source cache stays (it is small and saves a recognizer run per job)."""
         self.sessions.release_all()
         self.embedded.release_all()
+        self._resolved.clear()
 
     def stats(self) -> dict[str, Any]:
         return {
