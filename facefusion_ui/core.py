@@ -127,6 +127,8 @@ def process_image(
     registry: ProcessorRegistry | None = None,
 ) -> ProcessResult:
     started = time.perf_counter()
+    if check_paths(sources, target, output) != "image":
+        raise InputError(f"{target} is not an image: use process_video() for videos")
     pipeline = FramePipeline.build(settings, runtime, sources, registry)
     frame = read_image(target, "target")
     pipeline.set_reference_from(frame)
@@ -320,9 +322,9 @@ def process(
     cancel: threading.Event | None = None,
     fault: FaultInjection | None = None,
 ) -> ProcessResult:
-    """Run one job. ``runtime`` keeps models warm across calls; a new one is made when not given."""
-    kind = check_paths(sources, target, output)
+    """Run one job. ``runtime`` keeps models warm across calls; a new one is made when not given.
+    Each workflow validates its files first (``check_paths``)."""
     runtime = runtime or ModelRuntime.create(settings)
-    if kind == "image":
+    if media_kind(target) == "image":
         return process_image(settings, sources, target, output, runtime, registry)
     return process_video(settings, sources, target, output, runtime, registry, progress, work_dir, cancel, fault)

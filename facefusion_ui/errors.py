@@ -80,6 +80,3 @@ class JobError(FacefusionError):
 class CancelledError(FacefusionError):
     """The job was cancelled by the user."""
 
-
-class NotAvailableError(FacefusionError):
-    """A command that this version does not provide yet."""

@@ -102,10 +102,12 @@ class FramePipeline:
         """Faces of ``frame`` and the ones to process. Call in frame order (tracking state)."""
         faces = self.analyser.analyse(frame, self.settings, embeddings=False)
         if self.needs_embeddings and faces:
-            rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])
+            rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
 
             def embed(face: Face) -> Embedding:
-                return self.analyser.embedding(frame, rgb, face, self.settings)
+                if not rgb:
+                    rgb.append(np.ascontiguousarray(frame[:, :, ::-1]))
+                return self.analyser.embedding(frame, rgb[0], face, self.settings)
 
             if self.identities is not None:
                 faces = [face for face, _ in self.identities.resolve(faces, index, timestamp, embed)]
