@@ -79,4 +79,3 @@ class JobError(FacefusionError):
 
 class CancelledError(FacefusionError):
     """The job was cancelled by the user."""
-
