@@ -39,7 +39,7 @@ from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk, Manifest, fingerprint, frame_range, plan_chunks, remove_work_dir
-from facefusion_ui.video.commands import assemble_args, concat_list
+from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
 from facefusion_ui.video.probe import VideoInfo, probe_video
 from facefusion_ui.video.stream import ChunkRun, FrameStages, read_frame, run_chunk
@@ -275,6 +275,7 @@ def process_video(
     stats = {
         **pipeline.summary(),
         "frames": last - first,
+        "frames_converted": sum(run.frames_converted for run in chunk_runs),
         "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
         "chunks_total": len(chunks),
         "chunks_done": len(chunks) - skipped,
@@ -299,8 +300,10 @@ def assemble(
     list_file.write_text(concat_list(manifest.segments()), encoding="utf-8")
     duration = (last - first) / float(info.fps)
     temporary = output.with_name(f".{output.stem}.part{output.suffix}")
+    trimmed = first > 0 or last < info.frame_count
+    audio = audio_codec_args(info.audio_codec, output, trimmed) if info.has_audio else None
     command = assemble_args(
-        ffmpeg, list_file, Path(info.path), info.has_audio, info.seek_time(first) if first else 0.0, duration,
+        ffmpeg, list_file, Path(info.path), audio, info.seek_time(first) if first else 0.0, duration,
         output_comment(settings), temporary,
     )  # fmt: skip
     completed = run_tool(command)

@@ -64,8 +64,15 @@ class FaultyStages:
         self.stages = stages
         self.injection = injection
 
-    def analyse(self, frame: Any, index: int, timestamp: float) -> Any:
-        return self.stages.analyse(frame, index, timestamp)
+    @property
+    def group_size(self) -> int:
+        return int(self.stages.group_size)
+
+    def analyse_group(self, images: Any, indices: Any, timestamps: Any) -> Any:
+        return self.stages.analyse_group(images, indices, timestamps)
+
+    def changes(self, analysis: Any) -> bool:
+        return True  # every frame goes through ``apply``, so a fault can hit a frame with no face
 
     def apply(self, frame: Any, analysis: Any, index: int, timestamp: float) -> Any:
         self.injection.check(index)

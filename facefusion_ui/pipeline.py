@@ -17,23 +17,29 @@ import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection, to_frame
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import ScheduleStats, plan_group
 from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
+from facefusion_ui.frames import FrameImage
 from facefusion_ui.processors.base import FrameContext, Processor
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Embedding, Frame
+from facefusion_ui.types import Embedding, Frame, Points
 
 
 @dataclass(frozen=True)
 class FrameAnalysis:
     faces: list[Face]
     selected: list[Face]
+
+
+NO_FACES = FrameAnalysis([], [])
 
 
 @dataclass
@@ -60,6 +66,9 @@ class FramePipeline:
         self.scale: RecognizerScale = analyser.recognizer_scale(settings)
         self.reference: Embedding | None = None
         self.stats = PipelineStats()
+        self.schedule = ScheduleStats()
+        self.followed: list[Points] | None = None
+        """Face boxes of the last frame analysed in a video (None: not known, e.g. at a chunk's start)."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -92,15 +101,75 @@ class FramePipeline:
     def needs_embeddings(self) -> bool:
         return self.settings.face_selector_mode == "reference"
 
+    @property
+    def group_size(self) -> int:
+        """How many consecutive video frames ``analyse_group`` wants at once."""
+        return self.settings.face_detector_interval
+
     def begin_chunk(self) -> None:
-        """Called before each chunk: the strict scope forgets identities between chunks."""
+        """Called before each chunk: the strict scope forgets identities between chunks. The faces followed
+        are forgotten, so each chunk's first group is detected in full: a chunk is analysed the same way
+        whether the run started with it or resumed there (outputs stay frame-exact across a resume)."""
+        self.followed = None
         if self.identities is not None and self.settings.face_cache_scope == "chunk":
             self.identities.cache.clear()
             self.identities.reset()
 
-    def analyse(self, frame: Frame, index: int = 0, timestamp: float = 0.0) -> FrameAnalysis:
-        """Faces of ``frame`` and the ones to process. Call in frame order (tracking state)."""
-        faces = self.analyser.analyse(frame, self.settings, embeddings=False)
+    def analyse_group(
+        self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]
+    ) -> list[FrameAnalysis]:
+        """Consecutive video frames (at most ``group_size``), analysed with the detection schedule of
+        ``faces/schedule.py``. Call with the frames in order."""
+        results: list[FrameAnalysis] = []
+        probe = self.probe(images[-1])
+        plan = plan_group(self.followed, [detection.bbox for detection in probe])
+        if plan == "skip":
+            self.stats.frames += len(images)
+            self.schedule.frames_skipped += len(images) - 1
+            self.schedule.frames_full += 1
+            self.followed = []
+            return [NO_FACES for _ in images]
+        for position in range(len(images) - 1):
+            around = self.followed if plan == "track" else None
+            results.append(self.analyse_followed(images[position], indices[position], timestamps[position], around))
+            if plan == "track":
+                self.schedule.frames_tracked += 1
+            else:
+                self.schedule.frames_full += 1
+        results.append(self.analyse(images[-1].bgr(), indices[-1], timestamps[-1], probe))
+        self.schedule.frames_full += 1
+        return results
+
+    def probe(self, image: FrameImage) -> list[Detection]:
+        """A full-frame detection on the frame's small copy, in frame coordinates."""
+        small, scale = image.preview(self.settings.face_detector_size)
+        return [to_frame(detection, scale) for detection in self.analyser.detect(small, self.settings)]
+
+    def analyse_followed(
+        self, image: FrameImage, index: int, timestamp: float, around: list[Points] | None
+    ) -> FrameAnalysis:
+        """A frame searched around the ``around`` boxes only (faces followed), or whole when None."""
+        if around is not None and not around:
+            self.stats.frames += 1
+            self.followed = []
+            return NO_FACES
+        frame = image.bgr()
+        detections = self.analyser.detect_around(frame, around, self.settings) if around is not None else None
+        result = self.analyse(frame, index, timestamp, detections)
+        if around is not None:
+            # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
+            found = [face.bbox for face in result.faces]
+            missed = [box for box in around if not any(_overlaps(box, other) for other in found)]
+            self.followed = found + missed
+        return result
+
+    def analyse(
+        self, frame: Frame, index: int = 0, timestamp: float = 0.0, detections: list[Detection] | None = None
+    ) -> FrameAnalysis:
+        """Faces of ``frame`` and the ones to process. Call in frame order (tracking state).
+        ``detections``: the boxes when already found (else a full-frame detection runs)."""
+        faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections)
+        self.followed = [face.bbox for face in faces]
         if self.needs_embeddings and faces:
             rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
 
@@ -117,6 +186,10 @@ class FramePipeline:
         self.stats.frames += 1
         self.stats.faces_selected += len(selected)
         return FrameAnalysis(faces, selected)
+
+    def changes(self, analysis: FrameAnalysis) -> bool:
+        """Whether ``apply`` can change a frame with this analysis (else the frame passes through as is)."""
+        return any(processor.changes_frame(analysis.selected) for processor in self.processors)
 
     def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
         """Run the processors on the selected faces; safe to call from several threads."""
@@ -165,5 +238,10 @@ class FramePipeline:
             "faces_swapped": swapped,
             "recognizer_calls": self.analyser.counters.recognizer_calls,
             "identity_cache": cache,
+            "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.to_json()},
             "models_used": self.models_used(),
         }
+
+
+def _overlaps(a: Points, b: Points) -> bool:
+    return bool(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])

@@ -189,6 +189,9 @@ class Settings:
     face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
     face_detector_score: float = _setting(0.5, number(0.0, 1.0), "minimum detection confidence")
     face_detector_upsample: int = _setting(1, whole_number(0, 3), "dlib upsampling steps for small faces")
+    face_detector_interval: int = _setting(
+        5, whole_number(1, 60), "videos: full-frame face detection every N frames, faces followed between (1: all)"
+    )
     face_landmarker_model: FaceLandmarkerModel = _setting(
         "dlib_68", one_of(choices(FaceLandmarkerModel)), "face landmarker"
     )

@@ -118,8 +118,11 @@ def test_chunked_equals_unchunked_frame_for_frame(
     clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
     chunked, whole = tmp_path / "chunked.mp4", tmp_path / "whole.mp4"
-    run(clips, shared_runtime, "talking", chunked, LOSSLESS.with_items(video_chunk_size=1))
-    run(clips, shared_runtime, "talking", whole, LOSSLESS.with_items(video_chunk_size=1000))
+    # each chunk's first detection group is detected in full (see FramePipeline.begin_chunk), so with an
+    # interval the chunk size changes how faces are found at chunk starts; every frame is detected here
+    every_frame = LOSSLESS.with_items(face_detector_interval=1)
+    run(clips, shared_runtime, "talking", chunked, every_frame.with_items(video_chunk_size=1))
+    run(clips, shared_runtime, "talking", whole, every_frame.with_items(video_chunk_size=1000))
     for a, b in zip(videos.decode_all(chunked), videos.decode_all(whole), strict=True):
         assert np.array_equal(a, b)
 
@@ -128,12 +131,16 @@ def test_temp_frames_mode_gives_the_same_frames(
     clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
     streamed, framed = tmp_path / "streamed.mp4", tmp_path / "framed.mp4"
-    run(clips, shared_runtime, "silent", streamed, LOSSLESS)
+    streamed_stats = run(clips, shared_runtime, "silent", streamed, LOSSLESS)
     work = tmp_path / "work"
     settings = LOSSLESS.with_items(video_temp_frame_format="png", keep_temp=True)
-    run(clips, shared_runtime, "silent", framed, settings, work_dir=work)
+    framed_stats = run(clips, shared_runtime, "silent", framed, settings, work_dir=work)
+    assert streamed_stats["faces_swapped"] == framed_stats["faces_swapped"] == 30
+    # the same analysis and processors; temp frames only add a YUV -> BGR -> YUV round trip on every pixel
+    # (streaming converts back only the area the swapper changed): rounding and chroma resampling
     for a, b in zip(videos.decode_all(streamed), videos.decode_all(framed), strict=True):
-        assert np.array_equal(a, b)
+        difference = np.abs(a.astype(np.int16) - b.astype(np.int16))
+        assert difference.mean() < 0.5 and np.percentile(difference, 99) <= 8  # a wrong matrix: mean > 1
     assert len(list((work / "frames_00000").glob("*.png"))) == 30  # --keep-temp keeps them
 
 
@@ -212,7 +219,8 @@ def test_queues_stay_within_their_bounds(clips: dict[str, Path], shared_runtime:
     queues: Any = run(clips, shared_runtime, "talking", tmp_path / "out.mp4", settings)["queues"]
     for name in ("inputs", "analysed", "outputs"):
         assert 1 <= queues[name]["high_water"] <= queues[name]["maxsize"] == 3
-    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 3 * 3 + 2 + 1
+    # three queues, one frame per worker, one detection group held by the analysis, the writer's frame
+    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 3 * 3 + 2 + settings.face_detector_interval + 1
 
 
 def ffmpeg_children() -> list[psutil.Process]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
 
 from facefusion_ui.errors import UsageError
 from facefusion_ui.faces.alignment import estimate_pose, kps_from_68
-from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.detection import Detection, non_max_suppression, to_frame
 from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
 from facefusion_ui.faces.detector_scrfd import detect_scrfd
@@ -21,8 +22,13 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_dlib_5, kps_from_mesh
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import roi_box
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Embedding, Frame
+from facefusion_ui.types import Embedding, Frame, Points
+
+HOG_FACE_PX = 110
+"""Around a followed face, HOG runs on a crop scaled so the face is about this wide: above its 80 px
+window, so no upsampling is needed whatever the face's size in the frame."""
 
 
 @dataclass
@@ -62,11 +68,39 @@ class FaceAnalyser:
         _, session = self.runtime.onnx_session(name)
         return detect_scrfd(frame, session, size, score)
 
-    def analyse(self, frame: Frame, settings: Settings, embeddings: bool = True, mesh: bool = False) -> list[Face]:
-        """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh."""
+    def detect_around(self, frame: Frame, boxes: list[Points], settings: Settings) -> list[Detection]:
+        """Faces searched only in a crop around each of ``boxes`` (faces followed from the frame before)."""
+        height, width = frame.shape[:2]
+        found: list[Detection] = []
+        for box in boxes:
+            x0, y0, x1, y1 = roi_box(box, width, height)
+            crop = frame[y0:y1, x0:x1]
+            scale = 1.0
+            if settings.face_detector_model == "dlib_hog":
+                scale = HOG_FACE_PX / max(float(box[2] - box[0]), 1.0)
+                size = (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale)))
+                interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+                crop = np.asarray(cv2.resize(crop, size, interpolation=interpolation), dtype=np.uint8)
+                with self.runtime.using("dlib_hog") as model:
+                    detections = detect_dlib_hog(crop, model, max(size), 0, settings.face_detector_score)
+            else:
+                detections = self.detect(np.ascontiguousarray(crop), settings)
+            found.extend(to_frame(detection, scale, x0, y0) for detection in detections)
+        if len(found) < 2:
+            return found
+        kept = non_max_suppression(np.array([d.bbox for d in found]), np.array([d.score for d in found]))
+        return [found[i] for i in kept]
+
+    def analyse(
+        self, frame: Frame, settings: Settings, embeddings: bool = True, mesh: bool = False,
+        detections: list[Detection] | None = None,
+    ) -> list[Face]:  # fmt: skip
+        """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh.
+        ``detections``: boxes already found (a probe, or a search around followed faces)."""
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3:
             raise UsageError("a frame must be a colour image (height x width x 3)")
-        detections = self.detect(frame, settings)
+        if detections is None:
+            detections = self.detect(frame, settings)
         rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])
         completed = [self.complete(frame, rgb, detection, settings, mesh) for detection in detections]
         faces = [face for face in completed if face is not None]

@@ -39,3 +39,11 @@ def non_max_suppression(boxes: Points, scores: Points, threshold: float = 0.4) -
 
 def sigmoid(value: float) -> float:
     return float(1.0 / (1.0 + np.exp(-value)))
+
+
+def to_frame(detection: Detection, scale: float, x0: float = 0.0, y0: float = 0.0) -> Detection:
+    """A detection made on a crop at (``x0``, ``y0``) scaled by ``scale``, in the frame's coordinates."""
+    offset = np.array([x0, y0], dtype=np.float32)
+    bbox = (np.asarray(detection.bbox, dtype=np.float32).reshape(2, 2) / scale + offset).reshape(4)
+    kps = None if detection.kps is None else np.asarray(detection.kps, dtype=np.float32) / scale + offset
+    return Detection(bbox=bbox, score=detection.score, kps=kps)

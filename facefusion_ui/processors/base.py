@@ -40,6 +40,12 @@ class Processor(Protocol):
         """Problems that stop it from running (e.g. a missing model with its download command)."""
         ...
 
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        """Whether ``process_frame`` may change a frame whose selected faces are ``faces``. A face processor
+        says False when there is no face: the video pipeline then passes the frame through untouched
+        (no colour conversion). A whole-frame processor says True."""
+        ...
+
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         """Return the processed frame (a new array or ``frame`` itself), same shape and dtype."""
         ...

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
 
 from facefusion_ui.faces.alignment import feathered_box_mask, paste_back, warp_face
+from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.state_manager import Settings
@@ -40,6 +42,9 @@ class FaceEnhancer:
         output = np.asarray(session.run(None, {session.get_inputs()[0].name: blob})[0], dtype=np.float32)[0]
         rgb = np.clip(output.transpose(1, 2, 0) * spec.std + spec.mean + 0.5, 0, 255).astype(np.uint8)
         return np.ascontiguousarray(rgb[:, :, ::-1])
+
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        return bool(faces) and self.settings.face_enhancer_blend > 0
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         weight = context.settings.face_enhancer_blend / 100.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,9 @@ class FaceSwapper:
         return PreparedSource(latent=source_latent(mean, emap))
 
     # frames ------------------------------------------------------------------------------------------------
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        return bool(faces)
+
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         if context.sources is None or not context.faces:
             return frame

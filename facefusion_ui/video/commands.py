@@ -1,7 +1,9 @@
 """Pure ffmpeg command builders: each returns an argument list (never a shell string).
 
-Odd sizes: yuv420p needs even width and height, so the encoder pads one black column or row on the
-right or bottom (no source pixel is lost); the output is then one pixel larger on that side.
+Frames travel between ffmpeg and the pipeline as raw 8-bit 4:2:0 limited-range YUV (``video/yuv.py``):
+the decoder converts only what is not already that (full range, 10 bits, 4:4:4, RGB), the encoder takes
+it as is. Odd sizes: 4:2:0 needs even width and height, so the decoder pads one black column or row on
+the right or bottom (no source pixel is lost); the output is then one pixel larger on that side.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from pathlib import Path
 
 QUIET = ["-hide_banner", "-nostdin", "-loglevel", "error"]
 SWS = ["-sws_flags", "accurate_rnd+full_chroma_int"]
-# Convert BGR to YUV with BT.709 and say so in the file: an untagged file is decoded with another matrix
-# by some players (and ffmpeg), which shifted every pixel by ~2 levels per pass in our measurements.
-COLOUR_TAGS = ["-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv"]
+RAW_PIXELS = "yuv420p"
+RGB_FAMILY = ("rgb", "bgr", "gbr", "argb", "abgr", "0rgb", "0bgr", "pal8")
 
 
 def fraction_text(value: Fraction) -> str:
@@ -56,24 +57,26 @@ def preset_args(encoder: str, preset: str) -> list[str]:
     return []
 
 
-def video_filter_args(width: int, height: int) -> list[str]:
-    """BGR -> BT.709 limited-range YUV, padded to even sizes when needed."""
-    chain = ["scale=out_color_matrix=bt709:out_range=tv"]
-    if width % 2 or height % 2:
-        chain.append("pad=ceil(iw/2)*2:ceil(ih/2)*2")
-    return ["-vf", ",".join(chain)]
+def decode_filter(width: int, height: int, pix_fmt: str, matrix: str) -> str:
+    """Limited range always (a no-op for most videos); an RGB source is converted with ``matrix`` (YUV
+    sources keep their values: no matrix conversion); odd sides padded to even."""
+    scale = "scale=out_range=tv"
+    if pix_fmt.startswith(RGB_FAMILY):
+        scale += f":out_color_matrix={matrix}"
+    chain = ["pad=ceil(iw/2)*2:ceil(ih/2)*2"] if width % 2 or height % 2 else []
+    return ",".join([*chain, scale])
 
 
 def seek_args(start_time: float) -> list[str]:
     return ["-ss", f"{start_time:.6f}"] if start_time > 0 else []
 
 
-def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int) -> list[str]:
-    """Decode ``frames`` frames from ``start_time`` as raw BGR on stdout, upright (autorotate), one
-    output frame per input frame (no duplication or dropping, also for variable frame rate)."""
+def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video_filter: str) -> list[str]:
+    """Decode ``frames`` frames from ``start_time`` as raw YUV on stdout, upright (autorotate), one output
+    frame per input frame (no duplication or dropping, also for variable frame rate)."""
     return [
         ffmpeg, *QUIET, *SWS, *seek_args(start_time), "-i", str(source), "-map", "0:v:0", "-frames:v", str(frames),
-        "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-",
+        "-vf", video_filter, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", RAW_PIXELS, "-",
     ]  # fmt: skip
 
 
@@ -85,18 +88,18 @@ def encode_args(
     encoder: str,
     quality: int,
     preset: str,
+    colour_tags: list[str],
     output: Path,
-    input_pattern: str = "-",
 ) -> list[str]:
-    """Encode raw BGR frames from stdin (or an image sequence pattern) into a video-only segment."""
-    if input_pattern == "-":
-        source = ["-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{width}x{height}", "-framerate", fraction_text(fps)]
-    else:
-        source = ["-framerate", fraction_text(fps), "-start_number", "0"]
+    """Encode raw YUV frames (even ``width`` x ``height``) from stdin into a video-only segment, tagged with
+    the colour matrix the frames were made with (an untagged file is decoded with another matrix by some
+    players and by ffmpeg). The tags go on the input too: tagged only on the output, ffmpeg would convert
+    every frame from the matrix it assumes for untagged input (slower, and shifted colours)."""
+    source = ["-f", "rawvideo", "-pix_fmt", RAW_PIXELS, "-s", f"{width}x{height}", "-framerate", fraction_text(fps),
+              *colour_tags]  # fmt: skip
     return [
-        ffmpeg, *QUIET, *SWS, *source, "-i", input_pattern, "-an", *video_filter_args(width, height),
-        "-c:v", encoder, *quality_args(encoder, quality), *preset_args(encoder, preset),
-        "-pix_fmt", "yuv420p", *COLOUR_TAGS, "-y", str(output),
+        ffmpeg, *QUIET, *source, "-i", "-", "-an", "-c:v", encoder, *quality_args(encoder, quality),
+        *preset_args(encoder, preset), "-pix_fmt", RAW_PIXELS, *colour_tags, "-y", str(output),
     ]  # fmt: skip
 
 
@@ -109,19 +112,41 @@ def concat_list(segments: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+COPYABLE_AUDIO = {
+    ".mp4": ("aac", "mp3", "alac", "ac3", "eac3", "opus", "flac"),
+    ".m4v": ("aac", "mp3", "alac", "ac3", "eac3"),
+    ".mov": ("aac", "mp3", "alac", "ac3", "eac3", "pcm_s16le", "pcm_s24le"),
+    ".mkv": ("aac", "mp3", "alac", "ac3", "eac3", "opus", "flac", "vorbis", "pcm_s16le", "pcm_s24le"),
+    ".webm": ("opus", "vorbis"),
+}
+"""Source audio codecs each output container takes as they are."""
+
+
+def audio_codec_args(source_codec: str | None, output: Path, trimmed: bool) -> list[str]:
+    """The whole source audio is copied when the output container takes its codec; trimmed audio is
+    re-encoded so it starts and ends on the exact sample (a copy cuts at packet boundaries)."""
+    suffix = output.suffix.lower()
+    if not trimmed and source_codec in COPYABLE_AUDIO.get(suffix, ()):
+        return ["-c:a", "copy"]
+    if suffix == ".webm":
+        return ["-c:a", "libopus", "-b:a", "160k"]
+    return ["-c:a", "aac", "-b:a", "192k"]
+
+
 def assemble_args(
     ffmpeg: str,
     list_file: Path,
     source: Path,
-    with_audio: bool,
+    audio: list[str] | None,
     audio_start: float,
     duration: float,
     comment: str,
     output: Path,
 ) -> list[str]:
-    """Concatenate the segments (stream copy) and mux the source's audio once over the trimmed range."""
-    audio_input = [*seek_args(audio_start), "-t", f"{duration:.6f}", "-i", str(source)] if with_audio else []
-    audio_map = ["-map", "1:a:0", "-c:a", "aac", "-b:a", "192k"] if with_audio else []
+    """Concatenate the segments (stream copy) and mux the source's audio once over the trimmed range;
+    ``audio``: the codec arguments (``audio_codec_args``), None when the source has no audio."""
+    audio_input = [*seek_args(audio_start), "-t", f"{duration:.6f}", "-i", str(source)] if audio is not None else []
+    audio_map = ["-map", "1:a:0", *audio] if audio is not None else []
     return [
         ffmpeg, *QUIET, "-f", "concat", "-safe", "0", "-i", str(list_file), *audio_input,
         "-map", "0:v:0", "-c:v", "copy", *audio_map, "-movflags", "+faststart",
@@ -143,6 +168,6 @@ def ffprobe_args(ffprobe: str, source: Path) -> list[str]:
     """Streams and container duration as JSON (the packet timestamps come from ``packets_args``)."""
     return [
         ffprobe, "-v", "error", "-show_entries",
-        "stream=index,codec_type,codec_name,width,height,pix_fmt,r_frame_rate:stream_side_data=rotation"
+        "stream=index,codec_type,codec_name,width,height,pix_fmt,color_space,r_frame_rate:stream_side_data=rotation"
         ":format=duration", "-of", "json", str(source),
     ]  # fmt: skip

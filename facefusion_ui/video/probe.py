@@ -40,6 +40,9 @@ class VideoInfo:
     vfr: bool
     frame_times: np.ndarray
     """Start of each frame in seconds from the first frame, in presentation order."""
+    audio_codec: str | None = None
+    colour_space: str | None = None
+    """The colour matrix the file declares (ffmpeg's name, e.g. bt709, smpte170m), None when untagged."""
 
     def seek_time(self, frame: int) -> float:
         """A time that makes ffmpeg's input seek start exactly at ``frame`` (half a frame before it)."""
@@ -53,6 +56,7 @@ class VideoInfo:
             "width": self.width, "height": self.height, "fps": f"{self.fps.numerator}/{self.fps.denominator}",
             "frame_count": self.frame_count, "duration": round(self.duration, 6), "rotation": self.rotation,
             "pix_fmt": self.pix_fmt, "codec": self.codec, "has_audio": self.has_audio, "vfr": self.vfr,
+            "colour_space": self.colour_space, "audio_codec": self.audio_codec,
         }  # fmt: skip
 
 
@@ -65,13 +69,29 @@ class Header:
     codec: str
     has_audio: bool
     duration: float | None
+    colour_space: str | None = None
+    audio_codec: str | None = None
 
 
 VIDEO_STREAM = re.compile(
-    r"Stream #\d+:\d+.*?: Video: (?P<codec>\w+)[^,]*, (?P<pix>\w+)[^,]*?(?:\([^)]*\))?, (?P<w>\d+)x(?P<h>\d+)"
+    r"Stream #\d+:\d+.*?: Video: (?P<codec>\w+)[^,]*, (?P<pix>\w+)(?:\((?P<props>[^)]*)\))?[^,]*?, "
+    r"(?P<w>\d+)x(?P<h>\d+)"
 )
+AUDIO_STREAM = re.compile(r"Stream #\d+:\d+.*?: Audio: (?P<codec>\w+)")
 ROTATION = re.compile(r"rotation of (-?\d+(?:\.\d+)?) degrees", re.IGNORECASE)
 DURATION = re.compile(r"Duration: (\d+):(\d+):(\d+(?:\.\d+)?)")
+
+
+COLOUR_SPACES = ("bt709", "smpte170m", "bt470bg", "bt2020nc", "bt2020c", "smpte240m", "fcc", "ycgco")
+
+
+def colour_space_of(props: str | None) -> str | None:
+    """The matrix in ``ffmpeg -i``'s pixel format details, e.g. ``tv, bt709/bt709/bt709, progressive``."""
+    for part in (props or "").split(","):
+        name = part.strip().split("/")[0]
+        if name in COLOUR_SPACES:
+            return name
+    return None
 
 
 def normalise_rotation(degrees: float) -> int:
@@ -98,6 +118,8 @@ def parse_ffmpeg_header(text: str) -> Header | None:
     return Header(
         width=int(match.group("w")), height=int(match.group("h")), rotation=rotation,
         pix_fmt=match.group("pix"), codec=match.group("codec"), has_audio=" Audio: " in text, duration=duration,
+        colour_space=colour_space_of(match.group("props")),
+        audio_codec=audio.group("codec") if (audio := AUDIO_STREAM.search(text)) else None,
     )  # fmt: skip
 
 
@@ -117,6 +139,8 @@ def parse_ffprobe_header(text: str) -> Header | None:
         pix_fmt=str(video.get("pix_fmt", "unknown")), codec=str(video.get("codec_name", "unknown")),
         has_audio=any(s.get("codec_type") == "audio" for s in streams),
         duration=float(duration) if duration not in (None, "N/A") else None,
+        colour_space=video.get("color_space") if video.get("color_space") in COLOUR_SPACES else None,
+        audio_codec=next((str(s.get("codec_name")) for s in streams if s.get("codec_type") == "audio"), None),
     )  # fmt: skip
 
 
@@ -191,7 +215,7 @@ def probe_video(path: Path) -> VideoInfo:
     return VideoInfo(
         path=str(path), width=width, height=height, fps=fps, frame_count=len(pts), duration=duration,
         rotation=header.rotation, pix_fmt=header.pix_fmt, codec=header.codec, has_audio=header.has_audio, vfr=vfr,
-        frame_times=times,
+        frame_times=times, colour_space=header.colour_space, audio_codec=header.audio_codec,
     )  # fmt: skip
 
 

@@ -1,18 +1,24 @@
 """One chunk through the streaming pipeline:
-decoder thread -> analysis thread (in frame order) -> frame workers (processors) -> ordered encoder.
+decoder thread -> analysis thread (frames in order, in groups) -> frame workers (processors) -> ordered
+encoder.
+
+Frames stay YUV (``video/yuv.py``): a frame the processors would not change (no face selected) goes
+from decoder to encoder untouched; the others are converted to BGR for the processors and only their
+changed area is converted back.
 
 Bounds: the decoder waits for a free slot before reading each frame, and a slot is freed only when the
-frame has been written, so at most ``3 * frame_queue_size + execution_threads + 1`` frames are in memory
-whatever the video's length. Every thread and ffmpeg process is ended on success, error or Ctrl-C.
+frame has been written, so at most ``in_flight_limit`` frames are in memory whatever the video's length.
+Every thread and ffmpeg process is ended on success, error or Ctrl-C.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,25 +27,58 @@ import cv2
 import numpy as np
 
 from facefusion_ui.errors import CancelledError, FfmpegError, InputError
+from facefusion_ui.frames import BgrImage, FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
-from facefusion_ui.video.commands import decode_args, encode_args
+from facefusion_ui.video.commands import decode_args, decode_filter, encode_args
 from facefusion_ui.video.ffmpeg import stderr_tail
 from facefusion_ui.video.probe import VideoInfo
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import END, FrameItem, FrameReader
 from facefusion_ui.video.writer import FrameWriter
+from facefusion_ui.video.yuv import ColourMatrix, YuvFrame, even_size, frame_bytes, matrix_for
 
 FrameDone = Callable[[], None]
 
 
 class FrameStages(Protocol):
-    """``analyse`` sees the frames in order (tracking state); ``apply`` may run on several threads."""
+    """``analyse_group`` sees the frames in order, ``group_size`` at a time (tracking state); ``apply``
+    may run on several threads, and only for frames ``changes`` says it can change."""
 
-    def analyse(self, frame: Frame, index: int, timestamp: float) -> Any: ...
+    @property
+    def group_size(self) -> int: ...
+
+    def analyse_group(
+        self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]
+    ) -> Sequence[Any]: ...
+
+    def changes(self, analysis: Any) -> bool: ...
 
     def apply(self, frame: Frame, analysis: Any, index: int, timestamp: float) -> Frame: ...
+
+
+@dataclass(frozen=True)
+class FrameFormat:
+    """How a video's frames travel through the pipeline: even size, colour matrix, decoder filter."""
+
+    width: int
+    height: int
+    matrix: ColourMatrix
+    decode_filter: str
+
+    @classmethod
+    def of(cls, info: VideoInfo) -> FrameFormat:
+        matrix = ColourMatrix(matrix_for(info.colour_space, info.width, info.height))
+        width, height = even_size(info.width, info.height)
+        return cls(width, height, matrix, decode_filter(info.width, info.height, info.pix_fmt, matrix.name))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.height * 3 // 2, self.width)
+
+    def image(self, data: Frame) -> YuvFrame:
+        return YuvFrame(data, self.width, self.height, self.matrix)
 
 
 @dataclass
@@ -47,10 +86,12 @@ class ChunkRun:
     frames: int
     seconds: float
     queues: dict[str, Any] = field(default_factory=dict)
+    frames_converted: int = 0
+    """Frames converted to BGR for the processors (the others went from decoder to encoder untouched)."""
 
 
 def in_flight_limit(settings: Settings) -> int:
-    return 3 * settings.frame_queue_size + settings.execution_threads + 1
+    return 3 * settings.frame_queue_size + settings.execution_threads + settings.face_detector_interval + 1
 
 
 def run_chunk(
@@ -62,11 +103,25 @@ def run_chunk(
     return run_streamed_chunk(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
 
 
-def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path, pattern: str = "-") -> list[str]:
+def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path) -> list[str]:
+    frames = FrameFormat.of(info)
     return encode_args(
-        ffmpeg, info.width, info.height, info.fps, settings.output_video_encoder, settings.output_video_quality,
-        settings.output_video_preset, segment, pattern,
+        ffmpeg, frames.width, frames.height, info.fps, settings.output_video_encoder, settings.output_video_quality,
+        settings.output_video_preset, frames.matrix.output_tags(), segment,
     )  # fmt: skip
+
+
+def _decoder(ffmpeg: str, info: VideoInfo, start: int, count: int) -> list[str]:
+    return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, FrameFormat.of(info).decode_filter)
+
+
+def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> bool:
+    """Run the processors on ``image`` when they can change it; whether it was converted for them."""
+    if not stages.changes(analysis):
+        return False
+    before = image.bgr()
+    image.store(stages.apply(before.copy(), analysis, index, timestamp), before)
+    return True
 
 
 def run_streamed_chunk(
@@ -75,28 +130,43 @@ def run_streamed_chunk(
 ) -> ChunkRun:  # fmt: skip
     started = time.perf_counter()
     stop = threading.Event()
+    frames = FrameFormat.of(info)
     inputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
-    analysed: BoundedQueue[tuple[FrameItem, Any]] = BoundedQueue(settings.frame_queue_size)
-    outputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
+    analysed: BoundedQueue[tuple[int, YuvFrame | None, Any]] = BoundedQueue(settings.frame_queue_size)
+    outputs: BoundedQueue[tuple[int, YuvFrame, bool]] = BoundedQueue(settings.frame_queue_size)
     slots = threading.Semaphore(in_flight_limit(settings))
-    decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
     in_flight = InFlight()
-    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, inputs, stop, slots, in_flight)
+    decode = _decoder(ffmpeg, info, chunk.start, chunk.frames)
+    reader = FrameReader(decode, frames.shape, chunk.start, chunk.frames, inputs, stop, slots, in_flight)
     writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
     errors: list[BaseException] = []
     written = [0]
+    converted = [0]
+    group_size = max(1, stages.group_size)
+
+    def flush(group: list[tuple[int, YuvFrame]]) -> None:
+        if cancel is not None and cancel.is_set():
+            raise CancelledError("the job was cancelled")
+        indices = [index for index, _ in group]
+        timestamps = [float(info.frame_times[index]) for index in indices]
+        analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
+        for (index, image), analysis in zip(group, analyses, strict=True):
+            analysed.put((index, image, analysis), stop)
+        group.clear()
 
     def analyse() -> None:
+        group: list[tuple[int, YuvFrame]] = []
         try:
             while True:
                 item = inputs.get(stop)
                 if item is END:
-                    analysed.put((END, None), stop)
+                    if group:
+                        flush(group)
+                    analysed.put((-1, None, None), stop)
                     return
-                if cancel is not None and cancel.is_set():
-                    raise CancelledError("the job was cancelled")
-                analysis = stages.analyse(item.frame, item.index, float(info.frame_times[item.index]))
-                analysed.put((item, analysis), stop)
+                group.append((item.index, frames.image(item.frame)))
+                if len(group) == group_size:
+                    flush(group)
         except Stopped:
             pass
         except BaseException as error:  # handed to the owner below
@@ -106,12 +176,12 @@ def run_streamed_chunk(
     def work() -> None:
         try:
             while True:
-                item, analysis = analysed.get(stop)
-                if item is END:
-                    analysed.put((END, None), stop)  # let the other workers see the end too
+                index, image, analysis = analysed.get(stop)
+                if image is None:
+                    analysed.put((-1, None, None), stop)  # let the other workers see the end too
                     return
-                frame = stages.apply(item.frame, analysis, item.index, float(info.frame_times[item.index]))
-                outputs.put(FrameItem(item.index, frame), stop)
+                changed = apply_to(stages, image, analysis, index, float(info.frame_times[index]))
+                outputs.put((index, image, changed), stop)
         except Stopped:
             pass
         except BaseException as error:  # handed to the owner below
@@ -119,14 +189,15 @@ def run_streamed_chunk(
             stop.set()
 
     def write() -> None:
-        pending: dict[int, Frame] = {}
+        pending: dict[int, YuvFrame] = {}
         next_index = chunk.start
         try:
             while next_index < chunk.end:
-                item = outputs.get(stop)
-                pending[item.index] = item.frame
+                index, image, changed = outputs.get(stop)
+                pending[index] = image
+                converted[0] += changed
                 while next_index in pending:
-                    writer.write(pending.pop(next_index))
+                    writer.write(pending.pop(next_index).data)
                     in_flight.remove()
                     next_index += 1
                     written[0] += 1
@@ -177,18 +248,20 @@ def run_streamed_chunk(
         "in_flight_limit": in_flight_limit(settings),
         "in_flight_most": in_flight.most,
     }
-    return ChunkRun(written[0], time.perf_counter() - started, queues)
+    return ChunkRun(written[0], time.perf_counter() - started, queues, converted[0])
 
 
 def run_chunk_with_frames(
     ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
     frame_done: FrameDone, cancel: threading.Event | None = None,
 ) -> ChunkRun:  # fmt: skip
-    """The temp-frames mode: the chunk's frames written to files, processed, then encoded.
+    """The temp-frames mode: the chunk's frames written to image files, processed, then encoded.
 
-    Frames come from the same decoder and go to the same encoder as in streaming, so with PNG files the
-    result is the streaming result frame for frame; JPEG files add their compression."""
+    Frames come from the same decoder and go to the same encoder as in streaming, converted to and from
+    BGR with the same matrix; every frame makes that round trip here (streaming converts only the area
+    a processor changed), so frames differ from streaming's by conversion rounding, plus JPEG's loss."""
     started = time.perf_counter()
+    frames = FrameFormat.of(info)
     suffix = f".{settings.video_temp_frame_format}"
     extracted = segment.parent / f"frames_{chunk.index:05d}"
     processed = segment.parent / f"processed_{chunk.index:05d}"
@@ -196,33 +269,38 @@ def run_chunk_with_frames(
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     files = extract_frames(ffmpeg, info, chunk, extracted, suffix)
+    converted = 0
 
-    def apply(position: int, image: Frame, analysis: Any) -> None:
+    def apply(position: int, image: Frame, analysis: Any) -> bool:
         index = chunk.start + position
-        result = stages.apply(image, analysis, index, float(info.frame_times[index]))
+        changes = stages.changes(analysis)
+        result = stages.apply(image, analysis, index, float(info.frame_times[index])) if changes else image
         cv2.imwrite(str(processed / f"{position:08d}.png"), result)
         frame_done()
+        return changes
 
+    group_size = max(1, stages.group_size)
     with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
-        pending = []
-        for position, path in enumerate(files):  # analysis in frame order, processors in parallel
+        pending: list[Future[bool]] = []
+        for first in range(0, len(files), group_size):  # analysis in frame order, processors in parallel
             if cancel is not None and cancel.is_set():
                 raise CancelledError("the job was cancelled")
-            image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-            if image is None:
-                raise InputError(f"cannot read the extracted frame {path}")
-            frame = np.asarray(image, dtype=np.uint8)
-            index = chunk.start + position
-            analysis = stages.analyse(frame, index, float(info.frame_times[index]))
-            pending.append(pool.submit(apply, position, frame, analysis))
-            if len(pending) > 2 * settings.execution_threads:
-                pending.pop(0).result()
+            paths = files[first : first + group_size]
+            images = [BgrImage(read_image(path)) for path in paths]
+            indices = [chunk.start + first + offset for offset in range(len(paths))]
+            timestamps = [float(info.frame_times[index]) for index in indices]
+            analyses = stages.analyse_group(images, indices, timestamps)
+            for offset, (image, analysis) in enumerate(zip(images, analyses, strict=True)):
+                pending.append(pool.submit(apply, first + offset, image.frame, analysis))
+            while len(pending) > 2 * settings.execution_threads + group_size:
+                converted += pending.pop(0).result()
         for future in pending:
-            future.result()
+            converted += future.result()
     writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
     try:
         for position in range(len(files)):
-            writer.write(np.asarray(cv2.imread(str(processed / f"{position:08d}.png"), cv2.IMREAD_COLOR)))
+            bgr = read_image(processed / f"{position:08d}.png")
+            writer.write(YuvFrame.from_bgr(bgr, frames.matrix).data)
         writer.close()
     except BaseException:
         writer.abort()
@@ -231,26 +309,34 @@ def run_chunk_with_frames(
     if not settings.keep_temp:
         shutil.rmtree(extracted, ignore_errors=True)
         shutil.rmtree(processed, ignore_errors=True)
-    return ChunkRun(len(files), time.perf_counter() - started)
+    return ChunkRun(len(files), time.perf_counter() - started, frames_converted=converted)
+
+
+def read_image(path: Path) -> Frame:
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise InputError(f"cannot read the frame file {path}")
+    return np.asarray(image, dtype=np.uint8)
 
 
 def extract_frames(ffmpeg: str, info: VideoInfo, chunk: Chunk, folder: Path, suffix: str) -> list[Path]:
-    """Decode the chunk (as streaming does) and write each frame as ``%08d`` + ``suffix``."""
+    """Decode the chunk (as streaming does) and write each frame, as BGR, to ``%08d`` + ``suffix``."""
     stop = threading.Event()
-    frames: BoundedQueue[FrameItem] = BoundedQueue(8)
+    frames = FrameFormat.of(info)
+    queue: BoundedQueue[FrameItem] = BoundedQueue(8)
     slots = threading.Semaphore(16)
-    decode = decode_args(ffmpeg, Path(info.path), info.seek_time(chunk.start), chunk.frames)
-    reader = FrameReader(decode, info.width, info.height, chunk.start, chunk.frames, frames, stop, slots)
+    reader = FrameReader(_decoder(ffmpeg, info, chunk.start, chunk.frames), frames.shape, chunk.start, chunk.frames,
+                         queue, stop, slots)  # fmt: skip
     files: list[Path] = []
     params = [cv2.IMWRITE_JPEG_QUALITY, 95] if suffix == ".jpg" else []
     reader.start()
     try:
         while True:
-            item = frames.get(stop)
+            item = queue.get(stop)
             if item is END:
                 break
             path = folder / f"{item.index - chunk.start:08d}{suffix}"
-            cv2.imwrite(str(path), item.frame, params)
+            cv2.imwrite(str(path), frames.image(item.frame).bgr(), params)
             files.append(path)
             slots.release()
     except Stopped:
@@ -264,13 +350,13 @@ def extract_frames(ffmpeg: str, info: VideoInfo, chunk: Chunk, folder: Path, suf
 
 
 def read_frame(ffmpeg: str, info: VideoInfo, index: int) -> Frame:
-    """One decoded frame (the reference frame), upright, as BGR."""
-    import subprocess
-
-    command = decode_args(ffmpeg, Path(info.path), info.seek_time(index), 1)
+    """One decoded frame (the reference frame, previews), upright, as BGR made as the pipeline makes it."""
+    frames = FrameFormat.of(info)
+    command = _decoder(ffmpeg, info, index, 1)
     completed = subprocess.run(command, capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=300)
-    size = info.width * info.height * 3
+    size = frame_bytes(frames.width, frames.height)
     if completed.returncode != 0 or len(completed.stdout) < size:
         raise FfmpegError(f"cannot decode frame {index}: {stderr_tail(completed.stderr.decode('utf-8', 'replace'))}")
-    frame: Frame = np.frombuffer(completed.stdout[:size], dtype=np.uint8).reshape(info.height, info.width, 3).copy()
+    data = np.frombuffer(completed.stdout[:size], dtype=np.uint8).reshape(frames.shape)
+    frame: Frame = frames.image(data).bgr()[: info.height, : info.width].copy()
     return frame

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import subprocess
 
+import numpy as np
+
 from facefusion_ui.errors import FfmpegError
 from facefusion_ui.types import Frame
 from facefusion_ui.video.reader import StderrTail, start_process, stop_process
@@ -20,7 +22,7 @@ class FrameWriter:
     def write(self, frame: Frame) -> None:
         assert self.process.stdin is not None
         try:
-            self.process.stdin.write(frame.tobytes())
+            self.process.stdin.write(np.ascontiguousarray(frame).data.cast("B"))
         except BrokenPipeError as error:
             self.process.wait()
             self.tail.join()

@@ -25,6 +25,9 @@ class Invert:
     def pre_check(self):
         return []
 
+    def changes_frame(self, faces):
+        return True
+
     def process_frame(self, frame, context):
         return (255 - frame).astype(np.uint8)
 

@@ -76,6 +76,32 @@ def blank(width: int, height: int) -> FrameMaker:
     return make
 
 
+def scenery() -> np.ndarray:
+    """A large textured picture without people: scikit-image's coffee, rocket and Hubble photos side by side."""
+    from skimage import data
+
+    height = 900
+    parts = [data.coffee(), data.rocket(), data.hubble_deep_field()]  # type: ignore[no-untyped-call]
+    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
+    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+
+
+def panning_scene(width: int, height: int, frames: int) -> FrameMaker:
+    """A camera panning across ``scenery`` (real texture and motion, no face), as in a landscape shot."""
+    picture = scenery()
+    span_x, span_y = picture.shape[1] - width, picture.shape[0] - height
+    if span_x < 0 or span_y < 0:
+        picture = cv2.resize(picture, (max(width, picture.shape[1]), max(height, picture.shape[0])))
+        span_x, span_y = picture.shape[1] - width, picture.shape[0] - height
+
+    def make(index: int) -> np.ndarray:
+        t = index / max(frames - 1, 1)
+        x, y = round(span_x * t), round(span_y * (0.5 + 0.4 * np.sin(t * 6.28)))
+        return np.ascontiguousarray(picture[y : y + height, x : x + width])
+
+    return make
+
+
 def write_video(
     path: Path, make: FrameMaker, frames: int, fps: Fraction = Fraction(25), audio: bool = False,
     rotation: int = 0, frame_durations: list[float] | None = None, codec: str = "libx264",

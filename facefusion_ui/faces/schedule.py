@@ -1,0 +1,84 @@
+"""Which frames of a video get a full-frame face detection, the costliest step on a CPU.
+
+Frames come in groups of ``face_detector_interval``. The last frame of a group is probed first (one
+full-frame detection) and compared with the faces of the frame just before the group:
+
+- no face before and none in the probe: the group holds no face and is skipped (no detection, and in
+  the video pipeline no colour conversion either);
+- every probed face continues a face from before: the frames in between are searched only around the
+  faces being followed, in a crop a few times the face's size;
+- a face appeared: every frame of the group gets a full-frame detection, so a face that came in
+  mid-group is found from its first frame.
+
+A face that comes and goes entirely between two probes (visible for fewer than ``interval`` frames) is
+not seen; interval 1 detects on every frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from facefusion_ui.types import Points
+
+GroupPlan = Literal["skip", "track", "full"]
+
+FOLLOW_DISTANCE = 1.0
+"""A probed face continues an earlier one when their centres are within this many face widths (a group
+spans several frames of motion)."""
+FOLLOW_SIZE_RATIO = 2.0
+ROI_MARGIN = 0.75
+"""The crop searched around a followed face: its box grown by this many box sizes on each side."""
+
+
+@dataclass
+class ScheduleStats:
+    frames_full: int = 0
+    """Frames with a full-frame detection (probes included)."""
+    frames_tracked: int = 0
+    """Frames searched only around the faces being followed."""
+    frames_skipped: int = 0
+    """Frames without any detection: their group had no face at either end."""
+
+    def to_json(self) -> dict[str, int]:
+        return {"full": self.frames_full, "tracked": self.frames_tracked, "skipped": self.frames_skipped}
+
+
+def box_width(box: Points) -> float:
+    return max(float(box[2] - box[0]), 1.0)
+
+
+def continues(box: Points, earlier: Points) -> bool:
+    """Whether the face in ``box`` can be the face that was in ``earlier`` a few frames before."""
+    centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+    earlier_centre = np.array([(earlier[0] + earlier[2]) / 2, (earlier[1] + earlier[3]) / 2])
+    width, earlier_width = box_width(box), box_width(earlier)
+    near = float(np.linalg.norm(centre - earlier_centre)) <= FOLLOW_DISTANCE * max(width, earlier_width)
+    ratio = max(width, earlier_width) / min(width, earlier_width)
+    return near and ratio <= FOLLOW_SIZE_RATIO
+
+
+def plan_group(previous: Sequence[Points] | None, probed: Sequence[Points]) -> GroupPlan:
+    """``previous``: face boxes of the frame before the group (None: unknown, e.g. a chunk's start);
+    ``probed``: face boxes found in the group's last frame."""
+    if previous is None:
+        return "full"
+    if not previous and not probed:
+        return "skip"
+    if all(any(continues(box, earlier) for earlier in previous) for box in probed):
+        return "track"
+    return "full"
+
+
+def roi_box(box: Points, width: int, height: int, margin: float = ROI_MARGIN) -> tuple[int, int, int, int]:
+    """The crop (x0, y0, x1, y1) searched for a followed face, inside a ``width`` x ``height`` frame."""
+    grow_x = margin * box_width(box)
+    grow_y = margin * max(float(box[3] - box[1]), 1.0)
+    x0 = max(0, int(np.floor(box[0] - grow_x)))
+    y0 = max(0, int(np.floor(box[1] - grow_y)))
+    x1 = min(width, int(np.ceil(box[2] + grow_x)))
+    y1 = min(height, int(np.ceil(box[3] + grow_y)))
+    return x0, y0, max(x1, x0 + 1), max(y1, y0 + 1)

@@ -1,0 +1,49 @@
+"""A frame as the pipeline's stages see it: full-size BGR on demand, and a small BGR copy for detection.
+
+Video frames arrive as YUV planes (``video/yuv.py``) and most of them never need BGR at all (no face in
+view); images arrive as BGR. Both give the stages the same two views.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from facefusion_ui.faces.detection import fit_within
+from facefusion_ui.types import Frame
+
+
+class FrameImage(Protocol):
+    @property
+    def width(self) -> int: ...
+
+    @property
+    def height(self) -> int: ...
+
+    def bgr(self) -> Frame:
+        """The full-size BGR frame (made once, then shared)."""
+        ...
+
+    def preview(self, max_side: int) -> tuple[Frame, float]:
+        """A BGR copy whose longer side is at most ``max_side``, and its scale (preview / frame)."""
+        ...
+
+
+class BgrImage:
+    """A frame that is already BGR (images, extracted frame files)."""
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+
+    @property
+    def width(self) -> int:
+        return int(self.frame.shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.frame.shape[0])
+
+    def bgr(self) -> Frame:
+        return self.frame
+
+    def preview(self, max_side: int) -> tuple[Frame, float]:
+        return fit_within(self.frame, max_side)

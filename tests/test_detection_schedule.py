@@ -1,0 +1,108 @@
+"""The detection schedule: groups without faces are skipped (and pass through untouched), faces are
+followed between full-frame detections, and a face that appears mid-group is found from its first frame."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+from facefusion_ui.core import process
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import continues, plan_group, roi_box
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from tests.support import media, videos
+
+LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_preset="ultrafast", output_video_quality=100)
+APPEARS_AT = 7
+
+
+def box(x: float, y: float, size: float) -> np.ndarray:
+    return np.array([x, y, x + size, y + size], dtype=np.float32)
+
+
+def test_plan_of_a_group() -> None:
+    assert plan_group(None, []) == "full"  # nothing known yet (a chunk's start)
+    assert plan_group([], []) == "skip"
+    assert plan_group([box(100, 100, 80)], [box(130, 110, 84)]) == "track"  # the same face, moved
+    assert plan_group([box(100, 100, 80)], []) == "track"  # it left: searched where it was
+    assert plan_group([], [box(100, 100, 80)]) == "full"  # a face appeared somewhere in the group
+    assert plan_group([box(0, 0, 80)], [box(0, 0, 80), box(400, 0, 80)]) == "full"  # a second face came in
+    assert not continues(box(100, 100, 200), box(100, 100, 60))  # too large a change of size
+
+
+def test_search_area_around_a_face_stays_in_the_frame() -> None:
+    assert roi_box(box(100, 100, 40), 640, 480) == (70, 70, 170, 170)
+    assert roi_box(box(0, 0, 40), 640, 480) == (0, 0, 70, 70)
+    assert roi_box(box(620, 460, 40), 640, 480) == (590, 430, 640, 480)
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("schedule")
+    face = folder / "astronaut.png"
+    cv2.imwrite(str(face), media.astronaut())
+    empty, person = videos.blank(320, 240), videos.moving_face(320, 240, 20)
+
+    def appearing(index: int) -> np.ndarray:
+        return person(index) if index >= APPEARS_AT else empty(index)
+
+    return {
+        "face": face,
+        "blank": videos.write_video(folder / "blank.mp4", empty, 20),
+        "appearing": videos.write_video(folder / "appearing.mp4", appearing, 20),
+        "moving": videos.write_video(folder / "moving.mp4", person, 20),
+    }
+
+
+def run(clips: dict[str, Path], runtime: ModelRuntime, name: str, output: Path, interval: int) -> dict[str, Any]:
+    settings = LOSSLESS.with_items(face_detector_interval=interval)
+    return process(settings, [clips["face"]], clips[name], output, runtime=runtime).to_json()
+
+
+def raw_frames(path: Path) -> np.ndarray:
+    """The decoded 4:2:0 planes of every frame, for bit-exact comparisons."""
+    command = [resolve_ffmpeg().path, "-hide_banner", "-loglevel", "error", "-i", str(path), "-f", "rawvideo",
+               "-pix_fmt", "yuv420p", "-"]  # fmt: skip
+    data = subprocess.run(command, capture_output=True, check=True).stdout
+    return np.frombuffer(data, np.uint8).reshape(-1, 240 * 3 // 2, 320)
+
+
+def test_frames_without_faces_pass_through_bit_for_bit(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.mp4"
+    summary = run(clips, shared_runtime, "blank", output, interval=5)
+    detection = summary["face_detection"]
+    # groups of 5: the first is detected in full (nothing known), later ones are probed once and skipped
+    assert detection == {"interval": 5, "full": 5 + 3, "tracked": 0, "skipped": 3 * 4}
+    assert summary["frames_converted"] == 0 and summary["faces_detected"] == 0
+    assert np.array_equal(raw_frames(output), raw_frames(clips["blank"]))  # lossless output: identical
+
+
+def test_a_face_appearing_mid_group_is_swapped_from_its_first_frame(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    every, grouped = tmp_path / "every.mp4", tmp_path / "grouped.mp4"
+    each_frame = run(clips, shared_runtime, "appearing", every, interval=1)
+    in_groups = run(clips, shared_runtime, "appearing", grouped, interval=5)
+    assert each_frame["faces_swapped"] == in_groups["faces_swapped"] == 20 - APPEARS_AT
+    assert in_groups["frames_converted"] == 20 - APPEARS_AT
+    source, result = raw_frames(clips["appearing"]), raw_frames(grouped)
+    assert np.array_equal(result[:APPEARS_AT], source[:APPEARS_AT])
+    assert np.abs(result[APPEARS_AT].astype(int) - source[APPEARS_AT]).mean() > 1.0  # the swap shows
+
+
+def test_a_followed_face_is_searched_around_its_last_place(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
+    followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
+    assert followed["face_detection"] == {"interval": 5, "full": 5 + 3, "tracked": 3 * 4, "skipped": 0}
+    assert each_frame["face_detection"]["full"] == 20
+    assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
