@@ -195,8 +195,8 @@ def test_analyser_counts_its_work(shared_runtime: ModelRuntime) -> None:
     assert (analyser.counters.frames, analyser.counters.faces_detected, analyser.counters.recognizer_calls) == (2, 7, 6)
 
 
-def test_concurrent_detection_uses_thread_copies(shared_runtime: ModelRuntime) -> None:
-    """dlib's HOG detector is not thread-safe: each thread gets its own copy, results stay identical."""
+def test_concurrent_detection_uses_pooled_copies(shared_runtime: ModelRuntime) -> None:
+    """dlib's HOG detector is not thread-safe: each thread borrows an instance of its own, results stay identical."""
     import threading
 
     image = media.t1()
@@ -219,3 +219,10 @@ def test_concurrent_detection_uses_thread_copies(shared_runtime: ModelRuntime) -
     assert not errors and len(results) == 12
     assert all(result == expected for result in results)
     assert shared_runtime.embedded.loads["dlib_hog"] == 1
+    # a pool of instances, at most one per thread that used it at once, reused by later threads and jobs
+    copies = shared_runtime.embedded.copies["dlib_hog"]
+    assert copies <= 3
+    later = threading.Thread(target=detect)
+    later.start()
+    later.join()
+    assert not errors and shared_runtime.embedded.copies["dlib_hog"] == copies

@@ -25,10 +25,12 @@ from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import ExecutionProvider, Fp16Mode
 
 BLAZEFACE_MIN_CONFIDENCE = 0.2
-PER_THREAD_MODELS = frozenset({"dlib_hog"})
-"""Models each thread gets its own copy of: dlib's HOG detector is not thread-safe but releases the GIL
-and costs nothing to build (no file), so concurrent jobs detect in parallel instead of queueing on a lock."""
 """mediapipe fixes the threshold when the graph is built; we keep it low and filter by the setting."""
+POOLED_MODELS = frozenset({"dlib_hog"})
+"""Models kept as a pool of instances, one per thread using it at the same moment: dlib's HOG detector is
+not thread-safe but releases the GIL, so concurrent jobs detect in parallel instead of queueing on a lock.
+Instances are reused across threads and jobs (building one takes ~0.5 s); the pool never holds more
+instances than threads ever used the model at once."""
 
 
 def _load_embedded(spec: ModelSpec) -> Any:
@@ -74,20 +76,28 @@ def _warm_up_quietly(graph: Any) -> None:
 class EmbeddedModels:
     """dlib and mediapipe objects by manifest name. Neither is thread-safe (dlib's HOG detector releases
     the GIL and shares scratch buffers; a mediapipe graph is one stateful pipeline), so each model is used
-    only inside ``using(name)``, which holds that model's own lock (or, for ``PER_THREAD_MODELS``, hands
-    the thread its own copy): threads run in parallel wherever they are not in the same model."""
+    only inside ``using(name)``, which holds that model's own lock (or, for ``POOLED_MODELS``, lends the
+    thread an instance nobody else is using): threads run in parallel wherever they are not in the same
+    model."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._models: dict[str, Any] = {}
         self._use_locks: dict[str, threading.Lock] = {}
         self.loads: Counter[str] = Counter()
+        """First loads per model (a warm process loads each model once)."""
+        self.copies: Counter[str] = Counter()
+        """Further instances of pooled models, built when threads used one at the same moment."""
         self.releases = 0
-        self._local = threading.local()
+        self._idle: dict[str, list[Any]] = {}
         self._generation = 0
-        """Bumped by release_all: threads rebuild their copies after a release."""
+        """Bumped by release_all: instances lent before a release are not taken back."""
 
     def get(self, spec: ModelSpec) -> Any:
+        """The model (loaded on first use). For a pooled model this warms the pool; run it in ``using``."""
+        if spec.name in POOLED_MODELS:
+            with self.using(spec) as model:
+                return model
         with self._lock:
             model = self._models.get(spec.name)
             if model is None:
@@ -104,22 +114,34 @@ class EmbeddedModels:
 
     @contextlib.contextmanager
     def using(self, spec: ModelSpec) -> Iterator[Any]:
-        if spec.name in PER_THREAD_MODELS:
-            yield self._thread_copy(spec)
+        if spec.name in POOLED_MODELS:
+            model, generation = self._lend(spec)
+            try:
+                yield model
+            finally:
+                with self._lock:
+                    if generation == self._generation:
+                        self._idle.setdefault(spec.name, []).append(model)
             return
         model = self.get(spec)
         with self.lock_for(spec.name):
             yield model
 
-    def _thread_copy(self, spec: ModelSpec) -> Any:
-        """This thread's own instance (the shared one counts as the load; copies are built, not read)."""
-        self.get(spec)
-        copies: dict[str, tuple[int, Any]] = self._local.__dict__.setdefault("copies", {})
-        stored = copies.get(spec.name)
-        if stored is None or stored[0] != self._generation:
-            stored = (self._generation, _load_embedded(spec))
-            copies[spec.name] = stored
-        return stored[1]
+    def _lend(self, spec: ModelSpec) -> tuple[Any, int]:
+        """An idle instance of a pooled model, or a new one when all are in use."""
+        with self._lock:
+            idle = self._idle.get(spec.name)
+            if idle:
+                return idle.pop(), self._generation
+            generation = self._generation
+        model = _load_embedded(spec)  # outside the lock: other models stay usable meanwhile
+        with self._lock:
+            if spec.name in self._models:
+                self.copies[spec.name] += 1
+            else:
+                self._models[spec.name] = model
+                self.loads[spec.name] += 1
+        return model, generation
 
     def loaded(self) -> list[str]:
         with self._lock:
@@ -133,6 +155,7 @@ class EmbeddedModels:
                 if callable(close):
                     close()
             self._models.clear()
+            self._idle.clear()
             self._generation += 1
             self.releases += count
             return count
@@ -209,6 +232,7 @@ class ModelRuntime:
             "onnx_loads": self.sessions.stats.loads,
             "onnx_releases": self.sessions.stats.releases,
             "embedded_loads": dict(self.embedded.loads),
+            "embedded_copies": dict(self.embedded.copies),
             "embedded_releases": self.embedded.releases,
             "notices": list(self.sessions.notices),
             "source_cache": self.sources.stats.to_json(),
