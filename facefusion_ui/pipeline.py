@@ -22,7 +22,7 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import ScheduleStats, plan_group
+from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleStats, plan_group
 from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
@@ -69,6 +69,8 @@ class FramePipeline:
         self.schedule = ScheduleStats()
         self.followed: list[Points] | None = None
         """Face boxes of the last frame analysed in a video (None: not known, e.g. at a chunk's start)."""
+        self.stretch = 1
+        """Groups span this many intervals: doubled by each group skipped, back to 1 at the first face."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -103,14 +105,16 @@ class FramePipeline:
 
     @property
     def group_size(self) -> int:
-        """How many consecutive video frames ``analyse_group`` wants at once."""
-        return self.settings.face_detector_interval
+        """How many consecutive video frames ``analyse_group`` wants next (see ``faces/schedule.py``)."""
+        interval = self.settings.face_detector_interval
+        return interval * self.stretch if interval > 1 else 1
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The faces followed
         are forgotten, so each chunk's first group is detected in full: a chunk is analysed the same way
         whether the run started with it or resumed there (outputs stay frame-exact across a resume)."""
         self.followed = None
+        self.stretch = 1
         if self.identities is not None and self.settings.face_cache_scope == "chunk":
             self.identities.cache.clear()
             self.identities.reset()
@@ -121,15 +125,25 @@ class FramePipeline:
         """Consecutive video frames (at most ``group_size``), analysed with the detection schedule of
         ``faces/schedule.py``. Call with the frames in order."""
         results: list[FrameAnalysis] = []
+        first = 0
+        if self.followed is None:  # nothing known before: the first frame alone tells what is in view
+            results.append(self.analyse_followed(images[0], indices[0], timestamps[0], None))
+            self.schedule.frames_full += 1
+            first = 1
+            if len(images) == 1:
+                return results
         probe = self.probe(images[-1])
         plan = plan_group(self.followed, [detection.bbox for detection in probe])
         if plan == "skip":
-            self.stats.frames += len(images)
-            self.schedule.frames_skipped += len(images) - 1
+            rest = len(images) - first
+            self.stats.frames += rest
+            self.schedule.frames_skipped += rest - 1
             self.schedule.frames_full += 1
             self.followed = []
-            return [NO_FACES for _ in images]
-        for position in range(len(images) - 1):
+            self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
+            return results + [NO_FACES] * rest
+        self.stretch = 1
+        for position in range(first, len(images) - 1):
             around = self.followed if plan == "track" else None
             results.append(self.analyse_followed(images[position], indices[position], timestamps[position], around))
             if plan == "track":

@@ -79,8 +79,10 @@ def test_frames_without_faces_pass_through_bit_for_bit(
     output = tmp_path / "out.mp4"
     summary = run(clips, shared_runtime, "blank", output, interval=5)
     detection = summary["face_detection"]
-    # groups of 5: the first is detected in full (nothing known), later ones are probed once and skipped
-    assert detection == {"interval": 5, "full": 5 + 3, "tracked": 0, "skipped": 3 * 4}
+    # the first frame is detected in full (nothing known yet), then each group's last frame is probed:
+    # nothing there nor before, so the group is skipped, and the next one is twice as long (up to 4x):
+    # frames 1-5, 6-15, 16-19
+    assert detection == {"interval": 5, "full": 1 + 3, "tracked": 0, "skipped": 4 + 9 + 3}
     assert summary["frames_converted"] == 0 and summary["faces_detected"] == 0
     assert np.array_equal(raw_frames(output), raw_frames(clips["blank"]))  # lossless output: identical
 
@@ -103,6 +105,6 @@ def test_a_followed_face_is_searched_around_its_last_place(
 ) -> None:
     each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
-    assert followed["face_detection"] == {"interval": 5, "full": 5 + 3, "tracked": 3 * 4, "skipped": 0}
+    assert followed["face_detection"] == {"interval": 5, "full": 1 + 4, "tracked": 3 + 3 * 4, "skipped": 0}
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20

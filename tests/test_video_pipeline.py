@@ -219,8 +219,8 @@ def test_queues_stay_within_their_bounds(clips: dict[str, Path], shared_runtime:
     queues: Any = run(clips, shared_runtime, "talking", tmp_path / "out.mp4", settings)["queues"]
     for name in ("inputs", "analysed", "outputs"):
         assert 1 <= queues[name]["high_water"] <= queues[name]["maxsize"] == 3
-    # three queues, one frame per worker, one detection group held by the analysis, the writer's frame
-    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 3 * 3 + 2 + settings.face_detector_interval + 1
+    # three queues, one frame per worker, the largest detection group (4 intervals), the writer's frame
+    assert queues["in_flight_most"] <= queues["in_flight_limit"] == 3 * 3 + 2 + 4 * settings.face_detector_interval + 1
 
 
 def ffmpeg_children() -> list[psutil.Process]:

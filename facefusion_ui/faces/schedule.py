@@ -10,8 +10,10 @@ full-frame detection) and compared with the faces of the frame just before the g
 - a face appeared: every frame of the group gets a full-frame detection, so a face that came in
   mid-group is found from its first frame.
 
-A face that comes and goes entirely between two probes (visible for fewer than ``interval`` frames) is
-not seen; interval 1 detects on every frame.
+In a stretch without faces the groups grow: each skipped group doubles the next one, up to
+``STRETCH_GROWTH`` times the interval, and the first face found brings them back to the interval. A face
+that comes and goes entirely between two probes (visible for fewer frames than the group) is not seen;
+interval 1 detects on every frame.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ FOLLOW_DISTANCE = 1.0
 """A probed face continues an earlier one when their centres are within this many face widths (a group
 spans several frames of motion)."""
 FOLLOW_SIZE_RATIO = 2.0
+STRETCH_GROWTH = 4
+"""How many intervals a group may span in a stretch without faces."""
 ROI_MARGIN = 0.75
 """The crop searched around a followed face: its box grown by this many box sizes on each side."""
 
@@ -45,6 +49,11 @@ class ScheduleStats:
 
     def to_json(self) -> dict[str, int]:
         return {"full": self.frames_full, "tracked": self.frames_tracked, "skipped": self.frames_skipped}
+
+
+def largest_group(interval: int) -> int:
+    """The most frames a group (held in memory while its last frame is probed) can have."""
+    return interval * STRETCH_GROWTH if interval > 1 else 1
 
 
 def box_width(box: Points) -> float:

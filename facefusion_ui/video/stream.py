@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from facefusion_ui.errors import CancelledError, FfmpegError, InputError
+from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.frames import BgrImage, FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
@@ -91,7 +92,9 @@ class ChunkRun:
 
 
 def in_flight_limit(settings: Settings) -> int:
-    return 3 * settings.frame_queue_size + settings.execution_threads + settings.face_detector_interval + 1
+    """Three queues, a frame per worker, the detection group the analysis holds, the writer's frame."""
+    held = largest_group(settings.face_detector_interval)
+    return 3 * settings.frame_queue_size + settings.execution_threads + held + 1
 
 
 def run_chunk(
@@ -142,7 +145,6 @@ def run_streamed_chunk(
     errors: list[BaseException] = []
     written = [0]
     converted = [0]
-    group_size = max(1, stages.group_size)
 
     def flush(group: list[tuple[int, YuvFrame]]) -> None:
         if cancel is not None and cancel.is_set():
@@ -165,7 +167,7 @@ def run_streamed_chunk(
                     analysed.put((-1, None, None), stop)
                     return
                 group.append((item.index, frames.image(item.frame)))
-                if len(group) == group_size:
+                if len(group) >= stages.group_size:
                     flush(group)
         except Stopped:
             pass
@@ -279,12 +281,13 @@ def run_chunk_with_frames(
         frame_done()
         return changes
 
-    group_size = max(1, stages.group_size)
     with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
         pending: list[Future[bool]] = []
-        for first in range(0, len(files), group_size):  # analysis in frame order, processors in parallel
+        first = 0
+        while first < len(files):  # analysis in frame order, processors in parallel
             if cancel is not None and cancel.is_set():
                 raise CancelledError("the job was cancelled")
+            group_size = max(1, stages.group_size)
             paths = files[first : first + group_size]
             images = [BgrImage(read_image(path)) for path in paths]
             indices = [chunk.start + first + offset for offset in range(len(paths))]
@@ -292,6 +295,7 @@ def run_chunk_with_frames(
             analyses = stages.analyse_group(images, indices, timestamps)
             for offset, (image, analysis) in enumerate(zip(images, analyses, strict=True)):
                 pending.append(pool.submit(apply, first + offset, image.frame, analysis))
+            first += len(paths)
             while len(pending) > 2 * settings.execution_threads + group_size:
                 converted += pending.pop(0).result()
         for future in pending:
