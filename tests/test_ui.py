@@ -159,6 +159,16 @@ def test_in_a_real_browser(ui: RunningUi, media_files: dict[str, Path]) -> None:
         page.locator("#settings-preset input").click()
         page.get_by_role("option", name="strict").click()
         expect(page.locator("#settings-preset-table")).to_contain_text("Selected: strict", timeout=30_000)
+        page.locator("#settings-detector input").click()
+        page.get_by_role("option", name="mediapipe_blazeface").click()
+        page.locator("#settings-save").click()
+        expect(page.locator("#settings-saved")).to_contain_text("Saved (preset strict)", timeout=30_000)
+        saved = ui.services.settings()
+        assert (saved.preset, saved.face_detector_model, saved.face_cache_scope) == (
+            "strict",
+            "mediapipe_blazeface",
+            "chunk",
+        )
         page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
         browser.close()
 

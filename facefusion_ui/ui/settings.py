@@ -13,7 +13,7 @@ from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import download_command, model_state
 from facefusion_ui.presets import PRESET_KEYS, load_presets, suggest_preset
 from facefusion_ui.state_manager import validate_item
-from facefusion_ui.types import ExecutionProvider, PresetName, VideoEncoder, choices
+from facefusion_ui.types import ExecutionProvider, FaceDetectorModel, PresetName, VideoEncoder, choices
 from facefusion_ui.ui.common import plain_errors
 from facefusion_ui.ui.services import UiServices
 
@@ -70,6 +70,12 @@ def build_settings_tab(services: UiServices) -> None:
                                      label="Execution providers (in order)")  # fmt: skip
         threads = gr.Slider(1, 16, value=settings.execution_threads, step=1, label="Frame workers / threads")
     with gr.Row():
+        detector = gr.Dropdown(list(choices(FaceDetectorModel)), value=settings.face_detector_model,
+                               label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
+                               elem_id="settings-detector")  # fmt: skip
+        interval = gr.Slider(1, 60, value=settings.face_detector_interval, step=1,
+                             label="Videos: full-frame detection every N frames, faces followed between")  # fmt: skip
+    with gr.Row():
         current = settings.face_recognition_score
         score = gr.Textbox(value="" if current is None else str(current),
                            label="Identity match distance (blank: the recognizer's own)")  # fmt: skip
@@ -94,13 +100,14 @@ def build_settings_tab(services: UiServices) -> None:
                 gr.Textbox(value=str(values["video_chunk_size"])), "")  # fmt: skip
 
     @plain_errors
-    def run_save(name: str, chosen: list[str], workers: float, match: str, size: float, life: float,
-                 length: str, codec: str, level: float) -> str:  # fmt: skip
+    def run_save(name: str, chosen: list[str], workers: float, finder: str, every: float, match: str, size: float,
+                 life: float, length: str, codec: str, level: float) -> str:  # fmt: skip
         if not chosen:
             raise SettingsError("choose at least one execution provider (cpu always works)")
         services.state.apply_preset(name)
         result = services.save_settings({
             "execution_providers": tuple(chosen), "execution_threads": int(workers),
+            "face_detector_model": finder, "face_detector_interval": int(every),
             "face_recognition_score": match_distance(match),
             "face_cache_limit": int(size), "face_cache_lifetime": float(life), "video_chunk_size": chunk_value(length),
             "output_video_encoder": codec, "output_video_quality": int(level),
@@ -108,4 +115,5 @@ def build_settings_tab(services: UiServices) -> None:
         return f"Saved (preset {result.preset}): applies to jobs queued from now on."
 
     preset.change(choose_preset, preset, [table, threads, limit, lifetime, chunk, saved])
-    save.click(run_save, [preset, providers, threads, score, limit, lifetime, chunk, encoder, quality], saved)
+    fields = [preset, providers, threads, detector, interval, score, limit, lifetime, chunk, encoder, quality]
+    save.click(run_save, fields, saved)
