@@ -20,6 +20,7 @@ import numpy as np
 from facefusion_ui import __version__
 from facefusion_ui.errors import FfmpegError, InputError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.faults import FaultInjection, FaultyStages
 from facefusion_ui.inference import SessionPool
@@ -150,6 +151,7 @@ def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
     return plan_budget(
         info.width, info.height, float(info.fps), settings.frame_queue_size, settings.execution_threads,
         settings.video_chunk_size, settings.memory_threshold_mb, gpu_free_mb=gpus[0].free_mb if gpus else None,
+        held=largest_group(settings.face_detector_interval),
     )  # fmt: skip
 
 

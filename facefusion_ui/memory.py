@@ -136,16 +136,22 @@ class MemoryBudget:
         }  # fmt: skip
 
 
+WORKER_FRAMES = 7
+"""What a frame worker holds, in YUV frames: its frame plus three BGR copies (twice the size each) while
+processors run: the decoded view, the working copy and the result."""
+
+
 def plan_budget(
     width: int, height: int, fps: float, queue_size: int, threads: int, chunk_size: int | str, threshold_mb: int,
-    available_mb: int | None = None, gpu_free_mb: int | None = None,
+    available_mb: int | None = None, gpu_free_mb: int | None = None, held: int = 1,
 ) -> MemoryBudget:  # fmt: skip
-    """Queue depth and chunk length that fit: the frames in flight (3 queues + workers) take at most a
-    quarter of the memory above the preset's threshold; 'auto' chunks come from ``auto_chunk_seconds``."""
+    """Queue depth and chunk length that fit: the frames in flight (3 queues, the ``held`` detection
+    group, the workers' frames and copies) take at most a quarter of the memory above the preset's
+    threshold; 'auto' chunks come from ``auto_chunk_seconds``. Frames in flight are YUV 4:2:0."""
     available = system_memory().available_mb if available_mb is None else available_mb
     usable = max(available - threshold_mb, 64)
-    frame_mb = width * height * 3 / MIB
-    fitting = int((usable * FRAME_SHARE / max(frame_mb, 1e-6) - threads - 1) / 3)
+    frame_mb = width * height * 1.5 / MIB
+    fitting = int((usable * FRAME_SHARE / max(frame_mb, 1e-6) - threads * WORKER_FRAMES - held - 1) / 3)
     queue = max(1, min(queue_size, fitting))
     seconds = auto_chunk_seconds(width, height, fps, usable) if chunk_size == "auto" else int(chunk_size)
     return MemoryBudget(available, usable, frame_mb, queue, seconds, gpu_free_mb)

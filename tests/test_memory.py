@@ -47,11 +47,15 @@ def test_budget_limits_queues_when_memory_is_short() -> None:
     roomy = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024,
                         available_mb=16000)  # fmt: skip
     assert roomy.queue_size == 32 and roomy.chunk_seconds == 60
+    short = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024,
+                        available_mb=2000, held=20)  # fmt: skip
+    assert 1 <= short.queue_size < 32
+    assert short.frame_mb == pytest.approx(1920 * 1080 * 1.5 / 2**20)  # frames in flight are YUV 4:2:0
+    frames_in_flight = 3 * short.queue_size + 2 * 7 + 20 + 1  # queues, workers with their BGR copies, group
+    assert frames_in_flight * short.frame_mb <= short.usable_mb * 0.25 + short.frame_mb * 3
     tight = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size="auto", threshold_mb=1024,
-                        available_mb=1300)  # fmt: skip
-    assert 1 <= tight.queue_size < 32
-    frames_in_flight = 3 * tight.queue_size + 2 + 1
-    assert frames_in_flight * tight.frame_mb <= tight.usable_mb * 0.25 + tight.frame_mb * 3
+                        available_mb=1300, held=20)  # fmt: skip
+    assert tight.queue_size == 1  # the least that runs
     assert tight.chunk_seconds == 10  # auto: the shortest chunk when memory is short
     assert auto_chunk_seconds(640, 360, 25, 64000) == 120
 
