@@ -111,7 +111,7 @@ class FramePipeline:
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The faces followed
-        are forgotten, so each chunk's first group is detected in full: a chunk is analysed the same way
+        are forgotten, so each chunk's first frame is detected in full: a chunk is analysed the same way
         whether the run started with it or resumed there (outputs stay frame-exact across a resume)."""
         self.followed = None
         self.stretch = 1

@@ -118,7 +118,7 @@ def test_chunked_equals_unchunked_frame_for_frame(
     clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
     chunked, whole = tmp_path / "chunked.mp4", tmp_path / "whole.mp4"
-    # each chunk's first detection group is detected in full (see FramePipeline.begin_chunk), so with an
+    # each chunk's first frame is detected in full (see FramePipeline.begin_chunk), so with an
     # interval the chunk size changes how faces are found at chunk starts; every frame is detected here
     every_frame = LOSSLESS.with_items(face_detector_interval=1)
     run(clips, shared_runtime, "talking", chunked, every_frame.with_items(video_chunk_size=1))

@@ -153,6 +153,7 @@ def run_streamed_chunk(
         timestamps = [float(info.frame_times[index]) for index in indices]
         analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
         for (index, image), analysis in zip(group, analyses, strict=True):
+            image.forget_bgr()  # queues hold YUV only (the memory budget counts them so); workers convert again
             analysed.put((index, image, analysis), stop)
         group.clear()
 

@@ -152,6 +152,10 @@ class YuvFrame:
             self._bgr = yuv_to_bgr(*self.planes(), self.matrix)
         return self._bgr
 
+    def forget_bgr(self) -> None:
+        """Drop the BGR copy (twice the frame's size) while the frame waits in a queue; made again on demand."""
+        self._bgr = None
+
     def preview(self, max_side: int) -> tuple[Frame, float]:
         scale = min(1.0, max_side / float(max(self._width, self._height)))
         if scale >= 1.0:
