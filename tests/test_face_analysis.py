@@ -226,3 +226,22 @@ def test_concurrent_detection_uses_pooled_copies(shared_runtime: ModelRuntime) -
     later.start()
     later.join()
     assert not errors and shared_runtime.embedded.copies["dlib_hog"] == copies
+
+
+@pytest.mark.parametrize("detector", ["dlib_hog", "mediapipe_blazeface"])
+def test_search_around_a_followed_face_finds_it_again(shared_runtime: ModelRuntime, detector: str) -> None:
+    """The detection schedule's crop search: around last frame's box, the same face is found, in frame
+    coordinates, on a smaller image than the whole frame (HOG: the face scaled to ~110 px, no upsampling)."""
+    from facefusion_ui.faces.face import box_iou
+
+    settings = SETTINGS.with_items(face_detector_model=detector)
+    analyser = FaceAnalyser(shared_runtime)
+    frame = media.t1()
+    whole = analyser.detect(frame, settings)
+    assert len(whole) >= 3
+    for detection in whole[:3]:
+        moved = detection.bbox + np.array([6, -4, 6, -4], dtype=np.float32)  # where it was a frame before
+        around = analyser.detect_around(frame, [moved], settings)
+        assert around, f"{detector} lost the face at {detection.bbox}"
+        assert max(box_iou(found.bbox, detection.bbox) for found in around) > 0.6
+    assert analyser.detect_around(frame, [np.array([0, 0, 40, 40], dtype=np.float32)], settings) == []

@@ -118,3 +118,14 @@ def test_fp16_variant_is_chosen_only_when_wanted(onnx_models: Path) -> None:
     spec, _ = forced.onnx_session("inswapper_128")
     assert spec.name == "inswapper_128_fp16"
     assert forced.sessions.loaded() == ["inswapper_128_fp16"]
+
+
+def test_scrfd_search_around_a_followed_face(onnx_models: Path) -> None:
+    analyser = FaceAnalyser(runtime_for(onnx_models))
+    whole = analyser.detect(bright_square(), ONNX_SETTINGS)
+    assert whole
+    around = analyser.detect_around(bright_square(), [whole[0].bbox + 5], ONNX_SETTINGS)
+    assert around and around[0].kps is not None
+    found, expected = around[0].bbox, whole[0].bbox
+    assert abs((found[0] + found[2]) / 2 - (expected[0] + expected[2]) / 2) < 8  # in frame coordinates
+    assert abs((found[1] + found[3]) / 2 - (expected[1] + expected[3]) / 2) < 8
