@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import cv2
@@ -57,39 +58,20 @@ def test_unreadable_image(run_cli: RunCli, files: dict[str, Path], tmp_path: Pat
 
 
 def test_missing_model_names_the_download_command(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
-    completed = run_cli(
-        [
-            "process",
-            "-s",
-            str(files["face"]),
-            "-t",
-            str(files["target"]),
-            "-o",
-            str(tmp_path / "o.jpg"),
-            "--face-swapper-model",
-            "inswapper_128",
-        ],
-        env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
+    def process_without_models(*options: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(
+            ["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg"), *options],
+            env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
+        )
+
+    one_line_error(
+        process_without_models("--face-swapper-model", "inswapper_128"),
+        "model 'inswapper_128' is not downloaded: run 'python run.py models download inswapper_128'",
     )
     one_line_error(
-        completed, "model 'inswapper_128' is not downloaded: run 'python run.py models download inswapper_128'"
+        process_without_models("--processors", "face_swapper", "face_enhancer"),
+        "run 'python run.py models download gfpgan_1.4'",
     )
-    enhancer = run_cli(
-        [
-            "process",
-            "-s",
-            str(files["face"]),
-            "-t",
-            str(files["target"]),
-            "-o",
-            str(tmp_path / "o.jpg"),
-            "--processors",
-            "face_swapper",
-            "face_enhancer",
-        ],
-        env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
-    )
-    one_line_error(enhancer, "run 'python run.py models download gfpgan_1.4'")
 
 
 @pytest.mark.parametrize(

@@ -106,16 +106,15 @@ def run_chunk(
     return run_streamed_chunk(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
 
 
-def _encoder(ffmpeg: str, info: VideoInfo, settings: Settings, segment: Path) -> list[str]:
-    frames = FrameFormat.of(info)
+def _encoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, settings: Settings, segment: Path) -> list[str]:
     return encode_args(
         ffmpeg, frames.width, frames.height, info.fps, settings.output_video_encoder, settings.output_video_quality,
         settings.output_video_preset, frames.matrix.output_tags(), segment,
     )  # fmt: skip
 
 
-def _decoder(ffmpeg: str, info: VideoInfo, start: int, count: int) -> list[str]:
-    return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, FrameFormat.of(info).decode_filter)
+def _decoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, start: int, count: int) -> list[str]:
+    return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, frames.decode_filter)
 
 
 def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> bool:
@@ -139,12 +138,26 @@ def run_streamed_chunk(
     outputs: BoundedQueue[tuple[int, YuvFrame, bool]] = BoundedQueue(settings.frame_queue_size)
     slots = threading.Semaphore(in_flight_limit(settings))
     in_flight = InFlight()
-    decode = _decoder(ffmpeg, info, chunk.start, chunk.frames)
+    decode = _decoder(ffmpeg, info, frames, chunk.start, chunk.frames)
     reader = FrameReader(decode, frames.shape, chunk.start, chunk.frames, inputs, stop, slots, in_flight)
-    writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
+    writer = FrameWriter(_encoder(ffmpeg, info, frames, settings, segment))
     errors: list[BaseException] = []
     written = [0]
     converted = [0]
+
+    def guarded(body: Callable[[], None]) -> Callable[[], None]:
+        """A pipeline thread: a stop ends it quietly, any error is handed to the owner and stops the rest."""
+
+        def run() -> None:
+            try:
+                body()
+            except Stopped:
+                pass
+            except BaseException as error:  # handed to the owner below
+                errors.append(error)
+                stop.set()
+
+        return run
 
     def flush(group: list[tuple[int, YuvFrame]]) -> None:
         if cancel is not None and cancel.is_set():
@@ -159,63 +172,45 @@ def run_streamed_chunk(
 
     def analyse() -> None:
         group: list[tuple[int, YuvFrame]] = []
-        try:
-            while True:
-                item = inputs.get(stop)
-                if item is END:
-                    if group:
-                        flush(group)
-                    analysed.put((-1, None, None), stop)
-                    return
-                group.append((item.index, frames.image(item.frame)))
-                if len(group) >= stages.group_size:
+        while True:
+            item = inputs.get(stop)
+            if item is END:
+                if group:
                     flush(group)
-        except Stopped:
-            pass
-        except BaseException as error:  # handed to the owner below
-            errors.append(error)
-            stop.set()
+                analysed.put((-1, None, None), stop)
+                return
+            group.append((item.index, frames.image(item.frame)))
+            if len(group) >= stages.group_size:
+                flush(group)
 
     def work() -> None:
-        try:
-            while True:
-                index, image, analysis = analysed.get(stop)
-                if image is None:
-                    analysed.put((-1, None, None), stop)  # let the other workers see the end too
-                    return
-                changed = apply_to(stages, image, analysis, index, float(info.frame_times[index]))
-                outputs.put((index, image, changed), stop)
-        except Stopped:
-            pass
-        except BaseException as error:  # handed to the owner below
-            errors.append(error)
-            stop.set()
+        while True:
+            index, image, analysis = analysed.get(stop)
+            if image is None:
+                analysed.put((-1, None, None), stop)  # let the other workers see the end too
+                return
+            changed = apply_to(stages, image, analysis, index, float(info.frame_times[index]))
+            outputs.put((index, image, changed), stop)
 
     def write() -> None:
         pending: dict[int, YuvFrame] = {}
         next_index = chunk.start
-        try:
-            while next_index < chunk.end:
-                index, image, changed = outputs.get(stop)
-                pending[index] = image
-                converted[0] += changed
-                while next_index in pending:
-                    writer.write(pending.pop(next_index).data)
-                    in_flight.remove()
-                    next_index += 1
-                    written[0] += 1
-                    slots.release()
-                    frame_done()
-        except Stopped:
-            pass
-        except BaseException as error:
-            errors.append(error)
-            stop.set()
+        while next_index < chunk.end:
+            index, image, changed = outputs.get(stop)
+            pending[index] = image
+            converted[0] += changed
+            while next_index in pending:
+                writer.write(pending.pop(next_index).data)
+                in_flight.remove()
+                next_index += 1
+                written[0] += 1
+                slots.release()
+                frame_done()
 
-    workers = [threading.Thread(target=work, name=f"frame-worker-{i}", daemon=True)
+    workers = [threading.Thread(target=guarded(work), name=f"frame-worker-{i}", daemon=True)
                for i in range(settings.execution_threads)]  # fmt: skip
-    workers.append(threading.Thread(target=analyse, name="frame-analysis", daemon=True))
-    write_thread = threading.Thread(target=write, name="frame-writer", daemon=True)
+    workers.append(threading.Thread(target=guarded(analyse), name="frame-analysis", daemon=True))
+    write_thread = threading.Thread(target=guarded(write), name="frame-writer", daemon=True)
     try:
         reader.start()
         for worker in workers:
@@ -271,7 +266,7 @@ def run_chunk_with_frames(
     for folder in (extracted, processed):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-    files = extract_frames(ffmpeg, info, chunk, extracted, suffix)
+    files = extract_frames(ffmpeg, info, frames, chunk, extracted, suffix)
     converted = 0
 
     def apply(position: int, image: Frame, analysis: Any) -> bool:
@@ -301,7 +296,7 @@ def run_chunk_with_frames(
                 converted += pending.pop(0).result()
         for future in pending:
             converted += future.result()
-    writer = FrameWriter(_encoder(ffmpeg, info, settings, segment))
+    writer = FrameWriter(_encoder(ffmpeg, info, frames, settings, segment))
     try:
         for position in range(len(files)):
             bgr = read_image(processed / f"{position:08d}.png")
@@ -324,14 +319,15 @@ def read_image(path: Path) -> Frame:
     return np.asarray(image, dtype=np.uint8)
 
 
-def extract_frames(ffmpeg: str, info: VideoInfo, chunk: Chunk, folder: Path, suffix: str) -> list[Path]:
+def extract_frames(
+    ffmpeg: str, info: VideoInfo, frames: FrameFormat, chunk: Chunk, folder: Path, suffix: str
+) -> list[Path]:
     """Decode the chunk (as streaming does) and write each frame, as BGR, to ``%08d`` + ``suffix``."""
     stop = threading.Event()
-    frames = FrameFormat.of(info)
+    decode = _decoder(ffmpeg, info, frames, chunk.start, chunk.frames)
     queue: BoundedQueue[FrameItem] = BoundedQueue(8)
     slots = threading.Semaphore(16)
-    reader = FrameReader(_decoder(ffmpeg, info, chunk.start, chunk.frames), frames.shape, chunk.start, chunk.frames,
-                         queue, stop, slots)  # fmt: skip
+    reader = FrameReader(decode, frames.shape, chunk.start, chunk.frames, queue, stop, slots)
     files: list[Path] = []
     params = [cv2.IMWRITE_JPEG_QUALITY, 95] if suffix == ".jpg" else []
     reader.start()
@@ -357,7 +353,7 @@ def extract_frames(ffmpeg: str, info: VideoInfo, chunk: Chunk, folder: Path, suf
 def read_frame(ffmpeg: str, info: VideoInfo, index: int) -> Frame:
     """One decoded frame (the reference frame, previews), upright, as BGR made as the pipeline makes it."""
     frames = FrameFormat.of(info)
-    command = _decoder(ffmpeg, info, index, 1)
+    command = _decoder(ffmpeg, info, frames, index, 1)
     completed = subprocess.run(command, capture_output=True, check=False, stdin=subprocess.DEVNULL, timeout=300)
     size = frame_bytes(frames.width, frames.height)
     if completed.returncode != 0 or len(completed.stdout) < size:
