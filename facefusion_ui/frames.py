@@ -1,4 +1,4 @@
-"""A frame as the pipeline's stages see it: full-size BGR on demand, and a small BGR copy for detection.
+"""A frame as the pipeline's stages see it: full-size BGR on demand, and small BGR or grey copies for detection.
 
 Video frames arrive as YUV planes (``video/yuv.py``) and most of them never need BGR at all (no face in
 view); images arrive as BGR. Both give the stages the same two views.
@@ -7,6 +7,9 @@ view); images arrive as BGR. Both give the stages the same two views.
 from __future__ import annotations
 
 from typing import Protocol
+
+import cv2
+import numpy as np
 
 from facefusion_ui.faces.detection import fit_within
 from facefusion_ui.types import Frame
@@ -25,6 +28,10 @@ class FrameImage(Protocol):
 
     def preview(self, max_side: int) -> tuple[Frame, float]:
         """A BGR copy whose longer side is at most ``max_side``, and its scale (preview / frame)."""
+        ...
+
+    def luma(self, max_side: int) -> tuple[Frame, float]:
+        """The grey image (luma) whose longer side is at most ``max_side``, and its scale."""
         ...
 
 
@@ -47,3 +54,7 @@ class BgrImage:
 
     def preview(self, max_side: int) -> tuple[Frame, float]:
         return fit_within(self.frame, max_side)
+
+    def luma(self, max_side: int) -> tuple[Frame, float]:
+        small, scale = fit_within(self.frame, max_side)
+        return np.asarray(cv2.cvtColor(small, cv2.COLOR_BGR2GRAY), dtype=np.uint8), scale

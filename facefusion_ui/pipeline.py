@@ -17,7 +17,8 @@ import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser
-from facefusion_ui.faces.detection import Detection, to_frame
+from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
@@ -71,6 +72,8 @@ class FramePipeline:
         """Face boxes of the last frame analysed in a video (None: not known, e.g. at a chunk's start)."""
         self.stretch = 1
         """Groups span this many intervals: doubled by each group skipped, back to 1 at the first face."""
+        self.faceless = FacelessFrame()
+        """The last frame a full-frame detection found no face in: probes search only what changed since."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -115,6 +118,7 @@ class FramePipeline:
         whether the run started with it or resumed there (outputs stay frame-exact across a resume)."""
         self.followed = None
         self.stretch = 1
+        self.faceless.forget()
         if self.identities is not None and self.settings.face_cache_scope == "chunk":
             self.identities.cache.clear()
             self.identities.reset()
@@ -129,6 +133,8 @@ class FramePipeline:
         if self.followed is None:  # nothing known before: the first frame alone tells what is in view
             results.append(self.analyse_followed(images[0], indices[0], timestamps[0], None))
             self.schedule.frames_full += 1
+            if not results[0].faces:
+                self.faceless.keep(thumbnail(self.analyser.search_view(images[0], self.settings).image))
             first = 1
             if len(images) == 1:
                 return results
@@ -138,7 +144,6 @@ class FramePipeline:
             rest = len(images) - first
             self.stats.frames += rest
             self.schedule.frames_skipped += rest - 1
-            self.schedule.frames_full += 1
             self.followed = []
             self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
             return results + [NO_FACES] * rest
@@ -151,13 +156,32 @@ class FramePipeline:
             else:
                 self.schedule.frames_full += 1
         results.append(self.analyse(images[-1].bgr(), indices[-1], timestamps[-1], probe))
-        self.schedule.frames_full += 1
         return results
 
     def probe(self, image: FrameImage) -> list[Detection]:
-        """A full-frame detection on the frame's small copy, in frame coordinates."""
-        small, scale = image.preview(self.settings.face_detector_size)
-        return [to_frame(detection, scale) for detection in self.analyser.detect(small, self.settings)]
+        """A detection on the frame's search view, in frame coordinates: full-frame, or when no face was
+        in view before, only in the areas that changed since the last faceless frame (``change_gate.py``)."""
+        view = self.analyser.search_view(image, self.settings)
+        cells = thumbnail(view.image)
+        height, width = view.image.shape[:2]
+        gated = self.followed == [] and self.settings.face_detector_interval > 1  # interval 1: every frame in full
+        areas = self.faceless.areas_to_search(cells, width, height) if gated else None
+        if areas and not self.analyser.area_search_pays(self.settings):
+            areas = None
+        if areas is None:
+            found = self.analyser.detect_view(view, self.settings)
+            self.schedule.frames_full += 1
+            if found:
+                self.faceless.forget()
+            else:
+                self.faceless.keep(cells)
+        elif areas:
+            found = self.analyser.detect_in_areas(view, areas, self.settings)
+            self.schedule.probes_of_areas += 1
+        else:
+            found = []
+            self.schedule.probes_unchanged += 1
+        return found
 
     def analyse_followed(
         self, image: FrameImage, index: int, timestamp: float, around: list[Points] | None

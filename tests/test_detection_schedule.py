@@ -52,25 +52,39 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     def appearing(index: int) -> np.ndarray:
         return person(index) if index >= APPEARS_AT else empty(index)
 
+    scene = videos.background(640, 360)
+    head = cv2.resize(videos.grace_head(), (61, 70))
+
+    def entering(index: int) -> np.ndarray:
+        """A small face sliding in from the right edge over frames 3-8 (half in at frame 5), then still."""
+        canvas: np.ndarray = scene.copy()
+        x = 640 - round(100 * min(max(index - 2, 0), 6) / 6)
+        videos.paste(canvas, head, x, 140)
+        return canvas
+
     return {
         "face": face,
+        "still": videos.write_video(folder / "still.mp4", lambda _: scene, 20),
+        "entering": videos.write_video(folder / "entering.mp4", entering, 30),
         "blank": videos.write_video(folder / "blank.mp4", empty, 20),
         "appearing": videos.write_video(folder / "appearing.mp4", appearing, 20),
         "moving": videos.write_video(folder / "moving.mp4", person, 20),
     }
 
 
-def run(clips: dict[str, Path], runtime: ModelRuntime, name: str, output: Path, interval: int) -> dict[str, Any]:
-    settings = LOSSLESS.with_items(face_detector_interval=interval)
+def run(
+    clips: dict[str, Path], runtime: ModelRuntime, name: str, output: Path, interval: int, detector: str = "dlib_hog"
+) -> dict[str, Any]:
+    settings = LOSSLESS.with_items(face_detector_interval=interval, face_detector_model=detector)
     return process(settings, [clips["face"]], clips[name], output, runtime=runtime).to_json()
 
 
-def raw_frames(path: Path) -> np.ndarray:
+def raw_frames(path: Path, width: int = 320, height: int = 240) -> np.ndarray:
     """The decoded 4:2:0 planes of every frame, for bit-exact comparisons."""
     command = [resolve_ffmpeg().path, "-hide_banner", "-loglevel", "error", "-i", str(path), "-f", "rawvideo",
                "-pix_fmt", "yuv420p", "-"]  # fmt: skip
     data = subprocess.run(command, capture_output=True, check=True).stdout
-    return np.frombuffer(data, np.uint8).reshape(-1, 240 * 3 // 2, 320)
+    return np.frombuffer(data, np.uint8).reshape(-1, height * 3 // 2, width)
 
 
 def test_frames_without_faces_pass_through_bit_for_bit(
@@ -81,8 +95,8 @@ def test_frames_without_faces_pass_through_bit_for_bit(
     detection = summary["face_detection"]
     # the first frame is detected in full (nothing known yet), then each group's last frame is probed:
     # nothing there nor before, so the group is skipped, and the next one is twice as long (up to 4x):
-    # frames 1-5, 6-15, 16-19
-    assert detection == {"interval": 5, "full": 1 + 3, "tracked": 0, "skipped": 4 + 9 + 3}
+    # frames 1-5, 6-15, 16-19. Only the moving dot changed since the first frame: the probes search there.
+    assert detection == {"interval": 5, "full": 1, "areas": 3, "unchanged": 0, "tracked": 0, "skipped": 4 + 9 + 3}
     assert summary["frames_converted"] == 0 and summary["faces_detected"] == 0
     assert np.array_equal(raw_frames(output), raw_frames(clips["blank"]))  # lossless output: identical
 
@@ -105,6 +119,43 @@ def test_a_followed_face_is_searched_around_its_last_place(
 ) -> None:
     each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
-    assert followed["face_detection"] == {"interval": 5, "full": 1 + 4, "tracked": 3 + 3 * 4, "skipped": 0}
+    assert followed["face_detection"] == {
+        "interval": 5, "full": 1 + 4, "areas": 0, "unchanged": 0, "tracked": 3 + 3 * 4, "skipped": 0,
+    }  # fmt: skip
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
+
+
+def test_probes_of_a_still_shot_detect_nothing(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    summary = run(clips, shared_runtime, "still", tmp_path / "out.mp4", interval=5)
+    assert summary["face_detection"] == {
+        "interval": 5, "full": 1, "areas": 0, "unchanged": 3, "tracked": 0, "skipped": 16,
+    }  # fmt: skip
+    assert np.array_equal(raw_frames(tmp_path / "out.mp4", 640, 360), raw_frames(clips["still"], 640, 360))
+
+
+def test_a_face_that_came_in_over_several_probes_and_stopped_is_found(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """The probe at frame 5 searches only what changed and sees half a face; the kept faceless frame is
+    not replaced by that search, so the probe at frame 15 still searches the whole face, though it has
+    stopped moving, and the group is detected in full: the same frames are swapped as with interval 1
+    (their pixels differ a little: a followed face is found again in a crop, its box moves slightly)."""
+    each_frame = run(clips, shared_runtime, "entering", tmp_path / "every.mp4", interval=1)
+    grouped = run(clips, shared_runtime, "entering", tmp_path / "grouped.mp4", interval=5)
+    assert grouped["face_detection"]["areas"] >= 2
+    assert grouped["faces_swapped"] == each_frame["faces_swapped"] >= 20
+    assert grouped["frames_converted"] == each_frame["frames_converted"]
+
+
+def test_detectors_with_a_fixed_input_size_probe_changes_in_the_whole_frame(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """BlazeFace scales any crop to its input, so a part costs as much as the whole (and a small part
+    would be searched far larger than the frame is): it probes the whole frame when something changed."""
+    moving = run(clips, shared_runtime, "blank", tmp_path / "blank.mp4", interval=5, detector="mediapipe_blazeface")
+    still = run(clips, shared_runtime, "still", tmp_path / "still.mp4", interval=5, detector="mediapipe_blazeface")
+    assert moving["face_detection"]["areas"] == 0 and moving["face_detection"]["full"] == 1 + 3
+    assert still["face_detection"]["unchanged"] == 3 and still["face_detection"]["full"] == 1

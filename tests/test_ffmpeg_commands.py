@@ -31,10 +31,14 @@ def test_decoder_gives_raw_yuv_frames_one_per_source_frame() -> None:
     assert value_after(args, "-frames:v") == "40" and value_after(args, "-fps_mode") == "passthrough"
     assert value_after(args, "-pix_fmt") == "yuv420p" and value_after(args, "-f") == "rawvideo" and args[-1] == "-"
     assert "-ss" not in decode_args("ffmpeg", Path("in.mp4"), 0.0, 1, "null")
+    assert "-vf" not in decode_args("ffmpeg", Path("in.mp4"), 0.0, 1, "")  # frames leave the decoder as they are
 
 
 def test_decoder_filter_converts_only_what_must_be() -> None:
-    assert decode_filter(1280, 720, "yuv420p", "bt709") == "scale=out_range=tv"  # a no-op for most videos
+    assert decode_filter(1280, 720, "yuv420p", "bt709") == ""  # most videos: nothing to convert
+    assert decode_filter(1280, 720, "yuv420p", "bt709", full_range=True) == "scale=out_range=tv"
+    assert decode_filter(1280, 720, "yuvj420p", "bt709") == "scale=out_range=tv"
+    assert decode_filter(1280, 720, "yuv420p10le", "bt709") == "scale=out_range=tv"
     assert decode_filter(641, 479, "yuv444p", "bt601") == "pad=ceil(iw/2)*2:ceil(ih/2)*2,scale=out_range=tv"
     # YUV sources keep their values (no matrix conversion); RGB ones are converted with our matrix
     assert decode_filter(640, 480, "rgb24", "bt601") == "scale=out_range=tv:out_color_matrix=bt601"
@@ -101,6 +105,9 @@ def test_header_parser_reads_colour_space_and_audio_codec() -> None:
     assert header is not None and (header.width, header.height) == (1920, 1080)
     assert header.colour_space == "bt709" and header.audio_codec == "aac" and header.pix_fmt == "yuv420p"
     assert colour_space_of("pc, bt470bg/unknown/unknown") == "bt470bg"
+    assert not header.full_range
+    full = parse_ffmpeg_header(text.replace("yuv420p(tv,", "yuv420p(pc,"))
+    assert full is not None and full.full_range
     assert colour_space_of("progressive") is None and colour_space_of(None) is None
     untagged = text.replace("(tv, bt709, progressive)", "(progressive)").split("\n  Stream #0:1")[0]
     parsed = parse_ffmpeg_header(untagged)

@@ -14,6 +14,7 @@ import numpy as np
 
 from facefusion_ui.errors import UsageError
 from facefusion_ui.faces.alignment import estimate_pose, kps_from_68
+from facefusion_ui.faces.change_gate import Area
 from facefusion_ui.faces.detection import Detection, non_max_suppression, to_frame
 from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
@@ -23,12 +24,23 @@ from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_d
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import roi_box
+from facefusion_ui.frames import BgrImage, FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
 
 HOG_FACE_PX = 110
 """Around a followed face, HOG runs on a crop scaled so the face is about this wide: above its 80 px
 window, so no upsampling is needed whatever the face's size in the frame."""
+
+
+@dataclass(frozen=True)
+class SearchView:
+    """What a detector searches for a frame: ``image`` (``scale`` times the frame's size), and the
+    upsampling steps HOG still applies (0 for the other detectors)."""
+
+    image: Frame
+    scale: float
+    upsample: int
 
 
 @dataclass
@@ -55,18 +67,45 @@ class FaceAnalyser:
     def recognizer_scale(self, settings: Settings) -> RecognizerScale:
         return RecognizerScale.of(self.runtime.spec(settings.face_recognizer_model))
 
-    def detect(self, frame: Frame, settings: Settings) -> list[Detection]:
+    def search_view(self, image: FrameImage, settings: Settings) -> SearchView:
+        """The copy of ``image`` the detector searches, at the detector size: grey for HOG (for video the
+        Y plane as decoded, no colour conversion), BGR for the others."""
+        if settings.face_detector_model == "dlib_hog":
+            grey, scale = image.luma(settings.face_detector_size)
+            return SearchView(grey, scale, settings.face_detector_upsample)
+        small, scale = image.preview(settings.face_detector_size)
+        return SearchView(small, scale, 0)
+
+    def detect_view(self, view: SearchView, settings: Settings, area: Area | None = None) -> list[Detection]:
+        """Faces in ``view`` (or only in its ``area``), in the frame's coordinates."""
+        x0, y0 = (area[0], area[1]) if area is not None else (0, 0)
+        image = view.image if area is None else np.ascontiguousarray(view.image[area[1] : area[3], area[0] : area[2]])
         name = settings.face_detector_model
         size = settings.face_detector_size
         score = settings.face_detector_score
         if name == "dlib_hog":
             with self.runtime.using(name) as model:
-                return detect_dlib_hog(frame, model, size, settings.face_detector_upsample, score)
-        if name == "mediapipe_blazeface":
+                found = detect_dlib_hog(image, model, view.upsample, score)
+        elif name == "mediapipe_blazeface":
             with self.runtime.using(name) as model:
-                return detect_blazeface(frame, model, size, score)
-        _, session = self.runtime.onnx_session(name)
-        return detect_scrfd(frame, session, size, score)
+                found = detect_blazeface(image, model, size, score)
+        else:
+            _, session = self.runtime.onnx_session(name)
+            found = detect_scrfd(image, session, size, score)
+        return [to_frame(detection, view.scale, x0 / view.scale, y0 / view.scale) for detection in found]
+
+    def detect(self, frame: Frame, settings: Settings) -> list[Detection]:
+        """Every face in a BGR ``frame`` (a full-frame detection)."""
+        return self.detect_view(self.search_view(BgrImage(frame), settings), settings)
+
+    def area_search_pays(self, settings: Settings) -> bool:
+        """Whether searching parts of a frame costs less than the whole: HOG's time follows the pixels
+        searched; the other detectors bring any image to one input size, so a part costs the same."""
+        return settings.face_detector_model == "dlib_hog"
+
+    def detect_in_areas(self, view: SearchView, areas: list[Area], settings: Settings) -> list[Detection]:
+        """Faces searched only in ``areas`` of ``view`` (what changed, see ``change_gate.py``)."""
+        return without_overlaps([found for area in areas for found in self.detect_view(view, settings, area)])
 
     def detect_around(self, frame: Frame, boxes: list[Points], settings: Settings) -> list[Detection]:
         """Faces searched only in a crop around each of ``boxes`` (faces followed from the frame before)."""
@@ -80,16 +119,14 @@ class FaceAnalyser:
                 scale = HOG_FACE_PX / max(float(box[2] - box[0]), 1.0)
                 size = (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale)))
                 interpolation = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-                crop = np.asarray(cv2.resize(crop, size, interpolation=interpolation), dtype=np.uint8)
+                grey = cv2.cvtColor(np.ascontiguousarray(crop), cv2.COLOR_BGR2GRAY)
+                view = np.asarray(cv2.resize(grey, size, interpolation=interpolation), dtype=np.uint8)
                 with self.runtime.using("dlib_hog") as model:
-                    detections = detect_dlib_hog(crop, model, max(size), 0, settings.face_detector_score)
+                    detections = detect_dlib_hog(view, model, 0, settings.face_detector_score)
             else:
                 detections = self.detect(np.ascontiguousarray(crop), settings)
             found.extend(to_frame(detection, scale, x0, y0) for detection in detections)
-        if len(found) < 2:
-            return found
-        kept = non_max_suppression(np.array([d.bbox for d in found]), np.array([d.score for d in found]))
-        return [found[i] for i in kept]
+        return without_overlaps(found)
 
     def analyse(
         self, frame: Frame, settings: Settings, embeddings: bool = True, mesh: bool = False,
@@ -157,6 +194,14 @@ class FaceAnalyser:
 
     def embed(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Face:
         return face.with_embedding(self.embedding(frame, rgb, face, settings), settings.face_recognizer_model)
+
+
+def without_overlaps(found: list[Detection]) -> list[Detection]:
+    """One detection per face where crops searched separately overlap."""
+    if len(found) < 2:
+        return found
+    kept = non_max_suppression(np.array([d.bbox for d in found]), np.array([d.score for d in found]))
+    return [found[i] for i in kept]
 
 
 def analyse(

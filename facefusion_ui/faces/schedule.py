@@ -1,7 +1,8 @@
 """Which frames of a video get a full-frame face detection, the costliest step on a CPU.
 
-Frames come in groups of ``face_detector_interval``. The last frame of a group is probed first (one
-full-frame detection) and compared with the faces of the frame just before the group:
+Frames come in groups of ``face_detector_interval``. The last frame of a group is probed first (a
+full-frame detection, or in a stretch without faces only the areas that changed: ``change_gate.py``) and
+compared with the faces of the frame just before the group:
 
 - no face before and none in the probe: the group holds no face and is skipped (no detection, and in
   the video pipeline no colour conversion either);
@@ -46,9 +47,19 @@ class ScheduleStats:
     """Frames searched only around the faces being followed."""
     frames_skipped: int = 0
     """Frames without any detection: their group had no face at either end."""
+    probes_of_areas: int = 0
+    """Probes that searched only the areas changed since a faceless frame (``change_gate.py``)."""
+    probes_unchanged: int = 0
+    """Probes without any detection: nothing had changed since a faceless frame."""
 
     def to_json(self) -> dict[str, int]:
-        return {"full": self.frames_full, "tracked": self.frames_tracked, "skipped": self.frames_skipped}
+        return {
+            "full": self.frames_full,
+            "areas": self.probes_of_areas,
+            "unchanged": self.probes_unchanged,
+            "tracked": self.frames_tracked,
+            "skipped": self.frames_skipped,
+        }
 
 
 def largest_group(interval: int) -> int:

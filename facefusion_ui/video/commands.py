@@ -57,9 +57,12 @@ def preset_args(encoder: str, preset: str) -> list[str]:
     return []
 
 
-def decode_filter(width: int, height: int, pix_fmt: str, matrix: str) -> str:
-    """Limited range always (a no-op for most videos); an RGB source is converted with ``matrix`` (YUV
-    sources keep their values: no matrix conversion); odd sides padded to even."""
+def decode_filter(width: int, height: int, pix_fmt: str, matrix: str, full_range: bool = False) -> str:
+    """Nothing for 8-bit limited-range 4:2:0 of even size (most videos: frames leave the decoder untouched);
+    else limited range, an RGB source converted with ``matrix`` (YUV sources keep their values: no matrix
+    conversion), odd sides padded to even."""
+    if pix_fmt == RAW_PIXELS and not full_range and width % 2 == 0 and height % 2 == 0:
+        return ""
     scale = "scale=out_range=tv"
     if pix_fmt.startswith(RGB_FAMILY):
         scale += f":out_color_matrix={matrix}"
@@ -76,7 +79,8 @@ def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video
     frame per input frame (no duplication or dropping, also for variable frame rate)."""
     return [
         ffmpeg, *QUIET, *SWS, *seek_args(start_time), "-i", str(source), "-map", "0:v:0", "-frames:v", str(frames),
-        "-vf", video_filter, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", RAW_PIXELS, "-",
+        *(["-vf", video_filter] if video_filter else []), "-fps_mode", "passthrough", "-f", "rawvideo",
+        "-pix_fmt", RAW_PIXELS, "-",
     ]  # fmt: skip
 
 

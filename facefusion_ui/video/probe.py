@@ -43,6 +43,8 @@ class VideoInfo:
     audio_codec: str | None = None
     colour_space: str | None = None
     """The colour matrix the file declares (ffmpeg's name, e.g. bt709, smpte170m), None when untagged."""
+    full_range: bool = False
+    """Whether the file declares full-range (``pc``, JPEG) levels; most video is limited range."""
 
     def seek_time(self, frame: int) -> float:
         """A time that makes ffmpeg's input seek start exactly at ``frame`` (half a frame before it)."""
@@ -56,7 +58,7 @@ class VideoInfo:
             "width": self.width, "height": self.height, "fps": f"{self.fps.numerator}/{self.fps.denominator}",
             "frame_count": self.frame_count, "duration": round(self.duration, 6), "rotation": self.rotation,
             "pix_fmt": self.pix_fmt, "codec": self.codec, "has_audio": self.has_audio, "vfr": self.vfr,
-            "colour_space": self.colour_space, "audio_codec": self.audio_codec,
+            "colour_space": self.colour_space, "full_range": self.full_range, "audio_codec": self.audio_codec,
         }  # fmt: skip
 
 
@@ -71,6 +73,7 @@ class Header:
     duration: float | None
     colour_space: str | None = None
     audio_codec: str | None = None
+    full_range: bool = False
 
 
 VIDEO_STREAM = re.compile(
@@ -92,6 +95,11 @@ def colour_space_of(props: str | None) -> str | None:
         if name in COLOUR_SPACES:
             return name
     return None
+
+
+def full_range_of(pix_fmt: str, props: str | None) -> bool:
+    """``yuvj*`` formats, or ``pc`` first in ``ffmpeg -i``'s details (``pc, bt709/...``)."""
+    return pix_fmt.startswith("yuvj") or (props or "").split(",")[0].strip() == "pc"
 
 
 def normalise_rotation(degrees: float) -> int:
@@ -120,6 +128,7 @@ def parse_ffmpeg_header(text: str) -> Header | None:
         pix_fmt=match.group("pix"), codec=match.group("codec"), has_audio=" Audio: " in text, duration=duration,
         colour_space=colour_space_of(match.group("props")),
         audio_codec=audio.group("codec") if (audio := AUDIO_STREAM.search(text)) else None,
+        full_range=full_range_of(match.group("pix"), match.group("props")),
     )  # fmt: skip
 
 
@@ -141,6 +150,7 @@ def parse_ffprobe_header(text: str) -> Header | None:
         duration=float(duration) if duration not in (None, "N/A") else None,
         colour_space=video.get("color_space") if video.get("color_space") in COLOUR_SPACES else None,
         audio_codec=next((str(s.get("codec_name")) for s in streams if s.get("codec_type") == "audio"), None),
+        full_range=str(video.get("pix_fmt", "")).startswith("yuvj") or video.get("color_range") == "pc",
     )  # fmt: skip
 
 
@@ -216,6 +226,7 @@ def probe_video(path: Path) -> VideoInfo:
         path=str(path), width=width, height=height, fps=fps, frame_count=len(pts), duration=duration,
         rotation=header.rotation, pix_fmt=header.pix_fmt, codec=header.codec, has_audio=header.has_audio, vfr=vfr,
         frame_times=times, colour_space=header.colour_space, audio_codec=header.audio_codec,
+        full_range=header.full_range,
     )  # fmt: skip
 
 

@@ -72,7 +72,8 @@ class FrameFormat:
     def of(cls, info: VideoInfo) -> FrameFormat:
         matrix = ColourMatrix(matrix_for(info.colour_space, info.width, info.height))
         width, height = even_size(info.width, info.height)
-        return cls(width, height, matrix, decode_filter(info.width, info.height, info.pix_fmt, matrix.name))
+        video_filter = decode_filter(info.width, info.height, info.pix_fmt, matrix.name, info.full_range)
+        return cls(width, height, matrix, video_filter)
 
     @property
     def shape(self) -> tuple[int, int]:

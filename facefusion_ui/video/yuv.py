@@ -168,6 +168,15 @@ class YuvFrame:
         small_v = v if v.shape[::-1] == size else cv2.resize(v, size, interpolation=interpolation)
         return yuv_to_bgr(small_y, small_u, small_v, self.matrix), size[0] / self._width
 
+    def luma(self, max_side: int) -> tuple[Frame, float]:
+        """The Y plane, scaled down to fit ``max_side`` (no colour conversion at all)."""
+        y = self.planes()[0]
+        scale = min(1.0, max_side / float(max(self._width, self._height)))
+        if scale >= 1.0:
+            return y, 1.0
+        size = (max(2, round(self._width * scale)), max(2, round(self._height * scale)))
+        return np.asarray(cv2.resize(y, size, interpolation=cv2.INTER_AREA), dtype=np.uint8), size[0] / self._width
+
     def store(self, result: Frame, before: Frame) -> None:
         """Write the pixels of ``result`` that differ from ``before`` (the frame given to the processors);
         pixels outside the changed box stay exactly as decoded."""
