@@ -168,7 +168,10 @@ def run_streamed_chunk(
         analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
         for (index, image), analysis in zip(group, analyses, strict=True):
             image.forget_bgr()  # queues hold YUV only (the memory budget counts them so); workers convert again
-            analysed.put((index, image, analysis), stop)
+            if stages.changes(analysis):
+                analysed.put((index, image, analysis), stop)
+            else:  # nothing for the workers to do: straight to the writer, which puts frames back in order
+                outputs.put((index, image, False), stop)
         group.clear()
 
     def analyse() -> None:
