@@ -11,7 +11,8 @@ ratios measure the pipeline, not a choice of quality. Detection runs with the de
 full-frame detection every ``face_detector_interval`` frames; groups without faces are skipped).
 
 Each contender runs ``--repeat`` times, interleaved, and its shortest time counts (this machine's timings
-wander by 10-20 % from run to run; the shortest is the one least disturbed).
+wander by 10-20 % from run to run; the shortest is the one least disturbed). CPU seconds (all processes,
+user + system) are printed too: on 2 busy cores they follow the wall time and wander less.
 
 Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3]``. Prints wall times and ratios.
 """
@@ -19,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3]
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,17 +43,24 @@ from facefusion_ui.video.probe import probe_video
 from tests.support import media, videos
 
 
-def timed(action: Callable[[], None]) -> float:
-    start = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process (all its threads) and of its finished children (the ffmpeg processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(action: Callable[[], None]) -> tuple[float, float]:
+    """Wall and CPU seconds of ``action``."""
+    start, cpu = time.perf_counter(), cpu_seconds()
     action()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_seconds() - cpu
 
 
 SAME_AS_X264_DEFAULT = 55
 """output_video_quality 55 is CRF 23 (``commands.crf_for``), what (a) and (b) get from x264 by default."""
 
 
-def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[str, float]:
+def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[str, tuple[float, float]]:
     ffmpeg = resolve_ffmpeg().path
 
     def plain() -> None:
@@ -100,11 +109,11 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
             process(settings, [face], clip, work / "ours.mp4", runtime=runtime, work_dir=work_dir)
 
         contenders[f"ours, {detector}"] = ours
-    times: dict[str, list[float]] = {name: [] for name in contenders}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     for _ in range(repeat):
         for name, action in contenders.items():
             times[name].append(timed(action))
-    return {name: min(runs) for name, runs in times.items()}
+    return {name: (min(wall for wall, _ in runs), min(cpu for _, cpu in runs)) for name, runs in times.items()}
 
 
 def main() -> None:
@@ -125,11 +134,12 @@ def main() -> None:
     for scene, maker in scenes.items():
         clip = videos.write_video(work / f"{scene}.mp4", maker, frames, fps=Fraction(fps), audio=True)
         results = compare(work, clip, face, fps, args.repeat)
-        base = results["(a) ffmpeg transcode"]
-        merged = results["(b) frames to jpg + merge"]
-        print(f"\n{scene}:")
-        for name, seconds in results.items():
-            print(f"  {name:28s} {seconds:7.1f} s   {seconds / base:5.2f} x (a)   (b) / it = {merged / seconds:4.2f}")
+        base, base_cpu = results["(a) ffmpeg transcode"]
+        merged = results["(b) frames to jpg + merge"][0]
+        print(f"\n{scene}:{'wall':>32s}{'CPU':>34s}")
+        for name, (seconds, cpu) in results.items():
+            print(f"  {name:28s} {seconds:5.1f} s {seconds / base:5.2f} x (a)  (b) / it = {merged / seconds:4.2f}"
+                  f"   {cpu:5.1f} s {cpu / base_cpu:5.2f} x (a)")  # fmt: skip
     held = 3 * 32 + 2 + largest_group(5) + 1
     print(f"\nframes in memory: at most 3 x queue + threads + largest detection group + 1 = {held} "
           f"(one 720p frame = {1280 * 720 * 1.5 / 2**20:.1f} MiB as YUV 4:2:0)")  # fmt: skip

@@ -74,10 +74,11 @@ def start_process(command: list[str], stdin: bool = False, stdout: bool = False)
     return process
 
 
-def read_exactly(stream: Any, size: int) -> bytearray | None:
-    """``size`` bytes read straight into a new writable buffer (no copy), None when the stream ends first."""
-    buffer = bytearray(size)
-    view = memoryview(buffer)
+def read_exactly(stream: Any, size: int) -> np.ndarray | None:
+    """``size`` bytes read straight into a new array (no copy, and not zeroed first: a 720p frame every
+    30 ms would otherwise be 40 MB/s of memset), None when the stream ends first."""
+    buffer = np.empty(size, dtype=np.uint8)
+    view = buffer.data
     got = 0
     while got < size:
         count = stream.readinto(view[got:])
@@ -131,7 +132,7 @@ class FrameReader:
                 if data is None:
                     self.slots.release()
                     break
-                frame = np.frombuffer(data, dtype=np.uint8).reshape(self.shape)
+                frame = data.reshape(self.shape)
                 if self.in_flight is not None:
                     self.in_flight.add()
                 self.output.put(FrameItem(self.first_index + self.frames_read, frame), self.stop)
