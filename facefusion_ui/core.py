@@ -20,7 +20,7 @@ import numpy as np
 from facefusion_ui import __version__
 from facefusion_ui.errors import FfmpegError, InputError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import largest_group
+from facefusion_ui.faces.schedule import ScheduleState, largest_group
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.faults import FaultInjection, FaultyStages
 from facefusion_ui.inference import SessionPool
@@ -39,7 +39,15 @@ from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
-from facefusion_ui.video.chunks import Chunk, Manifest, fingerprint, frame_range, plan_chunks, remove_work_dir
+from facefusion_ui.video.chunks import (
+    Chunk,
+    Manifest,
+    chunk_length,
+    fingerprint,
+    frame_range,
+    plan_chunks,
+    remove_work_dir,
+)
 from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
 from facefusion_ui.video.probe import VideoInfo, probe_video
@@ -175,10 +183,12 @@ def run_chunk_recovering(
     partial = work_dir / f"part_{chunk.segment_name}"
     attempt_settings = settings
     gpu_pool: SessionPool | None = None
+    schedule = pipeline.schedule_state()
     try:
         for attempt in range(MAX_CHUNK_ATTEMPTS):
             done_before = tracker.frames_done
             try:
+                pipeline.restore_schedule(schedule)  # a retry starts the chunk as the first attempt did
                 pipeline.begin_chunk()
                 return run_chunk(ffmpeg, info, chunk, partial, stages, attempt_settings, tracker.advance, cancel)
             except BaseException as error:
@@ -240,7 +250,8 @@ def process_video(
     budget = budget_for(settings, info)
     seconds = budget.chunk_seconds
     settings = settings.with_items(frame_queue_size=budget.queue_size)
-    chunks = plan_chunks(first, last, round(seconds * float(info.fps)))
+    grid = largest_group(settings.face_detector_interval)
+    chunks = plan_chunks(first, last, chunk_length(seconds, float(info.fps), grid))
     work_dir = work_dir or default_work_dir(target, output)
     manifest = Manifest.open(work_dir, fingerprint(settings, pipeline.sources.key, target, chunks), chunks)
     if settings.face_selector_mode == "reference" and settings.reference_face_from == "frame":
@@ -251,17 +262,23 @@ def process_video(
     recoveries: list[str] = []
     stages: FrameStages = FaultyStages(pipeline, fault) if fault is not None else pipeline
     skipped = 0
+    carried = False  # whether the schedule's state comes from the chunk just run
     for chunk in chunks:
         tracker.chunk_index = chunk.index
         if manifest.is_done(chunk):
             skipped += 1
             tracker.skip(chunk.frames)
+            carried = False
             continue
+        if not carried:  # the job's start, or a resume: the state saved after the chunk before, if any
+            saved = manifest.schedule_after(chunk.index - 1)
+            pipeline.start_video(first, ScheduleState.from_json(saved) if saved is not None else None)
         run = run_chunk_recovering(
             ffmpeg, info, chunk, work_dir, pipeline, stages, settings, tracker, cancel, recoveries
         )
         os.replace(work_dir / f"part_{chunk.segment_name}", work_dir / chunk.segment_name)
-        manifest.record(chunk, run.frames, run.seconds)
+        manifest.record(chunk, run.frames, run.seconds, pipeline.schedule_state().to_json())
+        carried = True
         chunk_runs.append(run)
         if settings.release_models == "after_chunk":
             pipeline.release()

@@ -64,9 +64,8 @@ class FaultyStages:
         self.stages = stages
         self.injection = injection
 
-    @property
-    def group_size(self) -> int:
-        return int(self.stages.group_size)
+    def group_size_from(self, index: int) -> int:
+        return int(self.stages.group_size_from(index))
 
     def analyse_group(self, images: Any, indices: Any, timestamps: Any) -> Any:
         return self.stages.analyse_group(images, indices, timestamps)

@@ -23,7 +23,7 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleStats, plan_group
+from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
 from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
@@ -74,6 +74,8 @@ class FramePipeline:
         """Groups span this many intervals: doubled by each group skipped, back to 1 at the first face."""
         self.faceless = FacelessFrame()
         """The last frame a full-frame detection found no face in: probes search only what changed since."""
+        self.first_frame = 0
+        """The job's first frame: the detection groups' grid counts from it."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -106,19 +108,36 @@ class FramePipeline:
     def needs_embeddings(self) -> bool:
         return self.settings.face_selector_mode == "reference"
 
-    @property
-    def group_size(self) -> int:
-        """How many consecutive video frames ``analyse_group`` wants next (see ``faces/schedule.py``)."""
-        interval = self.settings.face_detector_interval
-        return interval * self.stretch if interval > 1 else 1
+    def group_size_from(self, index: int) -> int:
+        """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (see
+        ``faces/schedule.py``: groups never cross the grid counted from the job's first frame)."""
+        return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
+
+    def start_video(self, first_frame: int, state: ScheduleState | None = None) -> None:
+        """Called before a video's first chunk that runs: the job starts at ``first_frame``; ``state`` is
+        the schedule as it was after the last finished chunk when a run resumes (None: nothing known)."""
+        self.first_frame = first_frame
+        self.restore_schedule(state or ScheduleState())
+
+    def schedule_state(self) -> ScheduleState:
+        followed = None
+        if self.followed is not None:
+            followed = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in self.followed)
+        return ScheduleState(followed, self.stretch, self.faceless.cells)
+
+    def restore_schedule(self, state: ScheduleState) -> None:
+        """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
+        followed = state.followed
+        self.followed = None if followed is None else [np.array(box, dtype=np.float32) for box in followed]
+        self.stretch = state.stretch
+        if state.faceless is None:
+            self.faceless.forget()
+        else:
+            self.faceless.keep(state.faceless)
 
     def begin_chunk(self) -> None:
-        """Called before each chunk: the strict scope forgets identities between chunks. The faces followed
-        are forgotten, so each chunk's first frame is detected in full: a chunk is analysed the same way
-        whether the run started with it or resumed there (outputs stay frame-exact across a resume)."""
-        self.followed = None
-        self.stretch = 1
-        self.faceless.forget()
+        """Called before each chunk: the strict scope forgets identities between chunks. The schedule
+        carries on from the chunk before (``faces/schedule.py``)."""
         if self.identities is not None and self.settings.face_cache_scope == "chunk":
             self.identities.cache.clear()
             self.identities.reset()
@@ -126,8 +145,8 @@ class FramePipeline:
     def analyse_group(
         self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]
     ) -> list[FrameAnalysis]:
-        """Consecutive video frames (at most ``group_size``), analysed with the detection schedule of
-        ``faces/schedule.py``. Call with the frames in order."""
+        """Consecutive video frames (as many as ``group_size_from`` their first), analysed with the
+        detection schedule of ``faces/schedule.py``. Call with the frames in order."""
         results: list[FrameAnalysis] = []
         first = 0
         if self.followed is None:  # nothing known before: the first frame alone tells what is in view

@@ -3,6 +3,7 @@ followed between full-frame detections, and a face that appears mid-group is fou
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import continues, plan_group, roi_box
+from facefusion_ui.faces.schedule import ScheduleState, continues, group_size_at, plan_group, roi_box
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.video.chunks import chunk_length
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from tests.support import media, videos
 
@@ -34,6 +36,25 @@ def test_plan_of_a_group() -> None:
     assert plan_group([], [box(100, 100, 80)]) == "full"  # a face appeared somewhere in the group
     assert plan_group([box(0, 0, 80)], [box(0, 0, 80), box(400, 0, 80)]) == "full"  # a second face came in
     assert not continues(box(100, 100, 200), box(100, 100, 60))  # too large a change of size
+
+
+def test_groups_never_cross_the_grid_and_chunks_are_cut_on_it() -> None:
+    # interval 5: the grid is 20 frames (the largest group); a group of 20 after 15 frames holds 5
+    assert [group_size_at(position, 5, 4) for position in (0, 15, 20, 35)] == [20, 5, 20, 5]
+    assert group_size_at(5, 5, 2) == 10 and group_size_at(0, 5, 1) == 5
+    assert group_size_at(7, 1, 4) == 1  # interval 1: every frame alone
+    assert chunk_length(60, 30, 20) == 1800 and chunk_length(60, 29.97, 20) == 1800  # 1798 frames
+    assert chunk_length(1, 25, 20) == 20 and chunk_length(0.2, 25, 20) == 20 and chunk_length(1, 25, 1) == 25
+
+
+def test_schedule_state_survives_the_manifest_exactly() -> None:
+    cells = np.arange(45 * 80, dtype=np.int16).reshape(45, 80) % 256
+    box = np.array([10.25, 20.5, 110.125, 130.0625], dtype=np.float32)
+    state = ScheduleState(((float(box[0]), float(box[1]), float(box[2]), float(box[3])),), 2, cells)
+    back = ScheduleState.from_json(json.loads(json.dumps(state.to_json())))
+    assert back.followed == state.followed and back.stretch == 2
+    assert back.faceless is not None and np.array_equal(back.faceless, cells) and back.faceless.dtype == np.int16
+    assert ScheduleState.from_json(ScheduleState().to_json()) == ScheduleState()
 
 
 def test_search_area_around_a_face_stays_in_the_frame() -> None:

@@ -78,7 +78,7 @@ def test_frames_fps_and_audio_are_kept_for_any_chunk_size(
     summary = run(clips, shared_runtime, "talking", output, FAST.with_items(video_chunk_size=chunk))
     source, result = probe_video(clips["talking"]), probe_video(output)
     assert result.frame_count == source.frame_count == 40 and result.fps == source.fps
-    assert summary["chunks_total"] == {1: 2, 2: 1, 1000: 1}[chunk]  # 25 fps: 1 s chunks of 25 + 15 frames
+    assert summary["chunks_total"] == {1: 2, 2: 1, 1000: 1}[chunk]  # 25 fps, 1 s: 20 + 20 frames (on the grid)
     assert summary["faces_swapped"] >= 40 and summary["frames"] == 40
     assert result.has_audio
     assert abs((audio_seconds(output) or 0) - 40 / 25) < 0.05
@@ -114,15 +114,19 @@ def test_frames_without_faces_pass_through(
         assert np.abs(before.astype(int) - after.astype(int)).mean() < 3.0
 
 
+@pytest.mark.parametrize("interval", [1, 5])
+@pytest.mark.parametrize("chunk", [1, 2])
 def test_chunked_equals_unchunked_frame_for_frame(
-    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path, chunk: int, interval: int
 ) -> None:
+    """Face tracking, the detection schedule and identities carry across chunk borders. At interval 5
+    chunks are cut on the detection groups' grid (1 s at 25 fps: 20 frames, not 25); at interval 1 they
+    are not (25 + 15 frames)."""
     chunked, whole = tmp_path / "chunked.mp4", tmp_path / "whole.mp4"
-    # each chunk's first frame is detected in full (see FramePipeline.begin_chunk), so with an
-    # interval the chunk size changes how faces are found at chunk starts; every frame is detected here
-    every_frame = LOSSLESS.with_items(face_detector_interval=1)
-    run(clips, shared_runtime, "talking", chunked, every_frame.with_items(video_chunk_size=1))
-    run(clips, shared_runtime, "talking", whole, every_frame.with_items(video_chunk_size=1000))
+    settings = LOSSLESS.with_items(face_detector_interval=interval)
+    summary = run(clips, shared_runtime, "talking", chunked, settings.with_items(video_chunk_size=chunk))
+    run(clips, shared_runtime, "talking", whole, settings.with_items(video_chunk_size=1000))
+    assert summary["chunks_total"] == {1: 2, 2: 1}[chunk]
     for a, b in zip(videos.decode_all(chunked), videos.decode_all(whole), strict=True):
         assert np.array_equal(a, b)
 

@@ -15,13 +15,20 @@ In a stretch without faces the groups grow: each skipped group doubles the next 
 ``STRETCH_GROWTH`` times the interval, and the first face found brings them back to the interval. A face
 that comes and goes entirely between two probes (visible for fewer frames than the group) is not seen;
 interval 1 detects on every frame.
+
+Chunking must not change the result, so the schedule does not see chunks: groups never cross a multiple
+of ``largest_group`` frames from the job's first frame, chunks are cut on those multiples
+(``video/chunks.py``), and the state (faces followed, group growth, the last faceless frame) carries
+from chunk to chunk; it is saved with each finished chunk so that a resumed run starts where the
+interrupted one was.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -63,8 +70,47 @@ class ScheduleStats:
 
 
 def largest_group(interval: int) -> int:
-    """The most frames a group (held in memory while its last frame is probed) can have."""
+    """The most frames a group (held in memory while its last frame is probed) can have; groups never
+    cross a multiple of it (counted from the job's first frame), and chunks are cut on those multiples."""
     return interval * STRETCH_GROWTH if interval > 1 else 1
+
+
+def group_size_at(position: int, interval: int, stretch: int) -> int:
+    """How many frames the group starting ``position`` frames after the job's first frame holds."""
+    if interval <= 1:
+        return 1
+    grid = largest_group(interval)
+    return min(interval * stretch, grid - position % grid)
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """What the schedule knows after a frame: carried across chunks, saved with each finished chunk."""
+
+    followed: tuple[tuple[float, float, float, float], ...] | None = None
+    """Face boxes of the last frame (None: nothing known, the next frame is detected in full)."""
+    stretch: int = 1
+    faceless: np.ndarray | None = None
+    """The cells of the last frame a full-frame detection found empty (``change_gate.py``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        cells = None
+        if self.faceless is not None:
+            raw = np.asarray(self.faceless, dtype=np.uint8).tobytes()
+            cells = {"shape": list(self.faceless.shape), "data": base64.b64encode(raw).decode("ascii")}
+        followed = None if self.followed is None else [list(box) for box in self.followed]
+        return {"followed": followed, "stretch": self.stretch, "faceless": cells}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScheduleState:
+        followed = data.get("followed")
+        cells = data.get("faceless")
+        faceless = None
+        if cells is not None:
+            raw = np.frombuffer(base64.b64decode(cells["data"]), dtype=np.uint8)
+            faceless = raw.reshape([int(side) for side in cells["shape"]]).astype(np.int16)
+        boxes = None if followed is None else tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in followed)
+        return cls(boxes, int(data.get("stretch", 1)), faceless)
 
 
 def box_width(box: Points) -> float:

@@ -22,7 +22,7 @@ from facefusion_ui.state_manager import Settings
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 # settings that change how fast or how much memory a run takes, never its frames
 NOT_IN_FINGERPRINT = (
     "preset", "execution_providers", "execution_device_id", "execution_threads", "frame_queue_size",
@@ -54,6 +54,13 @@ def frame_range(frame_count: int, trim_start: int | None, trim_end: int | None) 
     return start, max(start, end)
 
 
+def chunk_length(seconds: float, fps: float, grid: int) -> int:
+    """A chunk's length in frames: ``seconds`` of video rounded to a multiple of ``grid`` (at least one),
+    the detection groups' grid (``faces/schedule.py``), so no group crosses a chunk's border."""
+    frames = max(1, round(seconds * fps))
+    return max(grid, round(frames / grid) * grid)
+
+
 def plan_chunks(start: int, end: int, frames_per_chunk: int) -> list[Chunk]:
     """Consecutive chunks covering ``[start, end)``: no frame lost or repeated at the borders."""
     size = max(1, frames_per_chunk)
@@ -82,6 +89,8 @@ class Manifest:
         self.chunks = chunks
         self.done: dict[int, dict[str, Any]] = {}
         self.discarded_reason: str | None = None
+        self.schedule: dict[str, Any] | None = None
+        """The detection schedule's state after the last finished chunk: ``{"after_chunk": i, "state": ...}``."""
 
     @classmethod
     def open(cls, work_dir: Path, key: str, chunks: list[Chunk]) -> Manifest:
@@ -111,17 +120,27 @@ class Manifest:
             segment = work_dir / entry["file"]
             if segment.exists() and segment.stat().st_size == entry.get("bytes"):
                 manifest.done[int(index)] = entry
+        manifest.schedule = data.get("schedule")
         return manifest
 
     def is_done(self, chunk: Chunk) -> bool:
         return chunk.index in self.done
 
-    def record(self, chunk: Chunk, frames: int, seconds: float) -> None:
+    def record(self, chunk: Chunk, frames: int, seconds: float, schedule: dict[str, Any] | None = None) -> None:
+        """``chunk`` is finished; ``schedule``: the detection schedule's state after it (for a resume)."""
         segment = self.work_dir / chunk.segment_name
         self.done[chunk.index] = {
             "file": chunk.segment_name, "frames": frames, "bytes": segment.stat().st_size, "seconds": round(seconds, 3),
         }  # fmt: skip
+        self.schedule = {"after_chunk": chunk.index, "state": schedule} if schedule is not None else None
         self.save()
+
+    def schedule_after(self, index: int) -> dict[str, Any] | None:
+        """The schedule's state saved after chunk ``index``, None when that is not the one saved."""
+        if self.schedule is None or self.schedule.get("after_chunk") != index or index not in self.done:
+            return None
+        state = self.schedule.get("state")
+        return state if isinstance(state, dict) else None
 
     def save(self) -> None:
         data = {
@@ -129,6 +148,7 @@ class Manifest:
             "fingerprint": self.key,
             "chunks_total": len(self.chunks),
             "done": {str(index): entry for index, entry in sorted(self.done.items())},
+            "schedule": self.schedule,
         }
         temporary = self.work_dir / (MANIFEST + ".tmp")
         temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")

@@ -44,11 +44,10 @@ FrameDone = Callable[[], None]
 
 
 class FrameStages(Protocol):
-    """``analyse_group`` sees the frames in order, ``group_size`` at a time (tracking state); ``apply``
-    may run on several threads, and only for frames ``changes`` says it can change."""
+    """``analyse_group`` sees the frames in order, in groups of ``group_size_from`` their first frame
+    (tracking state); ``apply`` may run on several threads, and only for frames ``changes`` says it can change."""
 
-    @property
-    def group_size(self) -> int: ...
+    def group_size_from(self, index: int) -> int: ...
 
     def analyse_group(
         self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]
@@ -184,7 +183,7 @@ def run_streamed_chunk(
                 analysed.put((-1, None, None), stop)
                 return
             group.append((item.index, frames.image(item.frame)))
-            if len(group) >= stages.group_size:
+            if len(group) >= stages.group_size_from(group[0][0]):
                 flush(group)
 
     def work() -> None:
@@ -287,7 +286,7 @@ def run_chunk_with_frames(
         while first < len(files):  # analysis in frame order, processors in parallel
             if cancel is not None and cancel.is_set():
                 raise CancelledError("the job was cancelled")
-            group_size = max(1, stages.group_size)
+            group_size = max(1, stages.group_size_from(chunk.start + first))
             paths = files[first : first + group_size]
             images = [BgrImage(read_image(path)) for path in paths]
             indices = [chunk.start + first + offset for offset in range(len(paths))]
