@@ -66,11 +66,15 @@ def _load_embedded(spec: ModelSpec) -> Any:
     raise ModelError(f"'{spec.name}' is not an embedded model")
 
 
-def _warm_up_quietly(graph: Any) -> None:
-    """Run a mediapipe graph once with native stderr captured: TFLite and absl print start-up lines
-    (XNNPACK delegate, feedback manager) on the first run that would otherwise reach the user's terminal."""
+def _load_quietly(spec: ModelSpec) -> Any:
+    """Build a mediapipe graph and run it once with native stderr captured: TFLite and absl print
+    start-up lines (XNNPACK delegate, feedback manager) that would otherwise reach the user's terminal.
+    Building is inside the capture too: the graph starts its calculators on its own threads as it is
+    built, and on a busy machine a delegate could be created before the warm-up run began."""
     with captured_native_stderr():
+        graph = _load_embedded(spec)
         graph.process(np.zeros((64, 64, 3), dtype=np.uint8))
+    return graph
 
 
 class EmbeddedModels:
@@ -101,9 +105,7 @@ class EmbeddedModels:
         with self._lock:
             model = self._models.get(spec.name)
             if model is None:
-                model = _load_embedded(spec)
-                if spec.package == "mediapipe":
-                    _warm_up_quietly(model)
+                model = _load_quietly(spec) if spec.package == "mediapipe" else _load_embedded(spec)
                 self._models[spec.name] = model
                 self.loads[spec.name] += 1
             return model
