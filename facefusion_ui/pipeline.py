@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
-from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
 from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
@@ -152,8 +152,6 @@ class FramePipeline:
         if self.followed is None:  # nothing known before: the first frame alone tells what is in view
             results.append(self.analyse_followed(images[0], indices[0], timestamps[0], None))
             self.schedule.frames_full += 1
-            if not results[0].faces:
-                self.faceless.keep(thumbnail(self.analyser.search_view(images[0], self.settings).image))
             first = 1
             if len(images) == 1:
                 return results
@@ -188,18 +186,23 @@ class FramePipeline:
         if areas and not self.analyser.area_search_pays(self.settings):
             areas = None
         if areas is None:
-            found = self.analyser.detect_view(view, self.settings)
+            found = self.detect_whole(view, cells)
             self.schedule.frames_full += 1
-            if found:
-                self.faceless.forget()
-            else:
-                self.faceless.keep(cells)
         elif areas:
             found = self.analyser.detect_in_areas(view, areas, self.settings)
             self.schedule.probes_of_areas += 1
         else:
             found = []
             self.schedule.probes_unchanged += 1
+        return found
+
+    def detect_whole(self, view: SearchView, cells: np.ndarray | None = None) -> list[Detection]:
+        """A full-frame detection of a video frame; an empty frame becomes the one probes compare with."""
+        found = self.analyser.detect_view(view, self.settings)
+        if found:
+            self.faceless.forget()
+        else:
+            self.faceless.keep(thumbnail(view.image) if cells is None else cells)
         return found
 
     def analyse_followed(
@@ -211,7 +214,10 @@ class FramePipeline:
             self.followed = []
             return NO_FACES
         frame = image.bgr()
-        detections = self.analyser.detect_around(frame, around, self.settings) if around is not None else None
+        if around is None:
+            detections = self.detect_whole(self.analyser.search_view(image, self.settings))
+        else:
+            detections = self.analyser.detect_around(frame, around, self.settings)
         result = self.analyse(frame, index, timestamp, detections)
         if around is not None:
             # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
