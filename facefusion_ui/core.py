@@ -250,8 +250,8 @@ def process_video(
     budget = budget_for(settings, info)
     seconds = budget.chunk_seconds
     settings = settings.with_items(frame_queue_size=budget.queue_size)
-    grid = largest_group(settings.face_detector_interval)
-    chunks = plan_chunks(first, last, chunk_length(seconds, float(info.fps), grid))
+    frames_per_chunk = chunk_length(seconds, float(info.fps), largest_group(settings.face_detector_interval))
+    chunks = plan_chunks(first, last, frames_per_chunk)
     work_dir = work_dir or default_work_dir(target, output)
     manifest = Manifest.open(work_dir, fingerprint(settings, pipeline.sources.key, target, chunks), chunks)
     if settings.face_selector_mode == "reference" and settings.reference_face_from == "frame":
@@ -300,6 +300,7 @@ def process_video(
         "chunks_done": len(chunks) - skipped,
         "chunks_skipped": skipped,
         "chunk_seconds": seconds,
+        "chunk_frames": frames_per_chunk,
         "memory_budget": budget.to_json(),
         "settings_effective": effective_values(settings),
         "recoveries": recoveries,

@@ -45,6 +45,7 @@ def test_groups_never_cross_the_grid_and_chunks_are_cut_on_it() -> None:
     assert group_size_at(7, 1, 4) == 1  # interval 1: every frame alone
     assert chunk_length(60, 30, 20) == 1800 and chunk_length(60, 29.97, 20) == 1800  # 1798 frames
     assert chunk_length(1, 25, 20) == 20 and chunk_length(0.2, 25, 20) == 20 and chunk_length(1, 25, 1) == 25
+    assert chunk_length(2, 25, 20) == 60  # 2.5 steps of the grid: half up
 
 
 def test_schedule_state_survives_the_manifest_exactly() -> None:

@@ -127,6 +127,7 @@ def test_chunked_equals_unchunked_frame_for_frame(
     summary = run(clips, shared_runtime, "talking", chunked, settings.with_items(video_chunk_size=chunk))
     run(clips, shared_runtime, "talking", whole, settings.with_items(video_chunk_size=1000))
     assert summary["chunks_total"] == {1: 2, 2: 1}[chunk]
+    assert summary["chunk_frames"] == {(1, 1): 25, (1, 5): 20, (2, 1): 50, (2, 5): 60}[(chunk, interval)]
     for a, b in zip(videos.decode_all(chunked), videos.decode_all(whole), strict=True):
         assert np.array_equal(a, b)
 

@@ -58,7 +58,7 @@ def chunk_length(seconds: float, fps: float, grid: int) -> int:
     """A chunk's length in frames: ``seconds`` of video rounded to a multiple of ``grid`` (at least one),
     the detection groups' grid (``faces/schedule.py``), so no group crosses a chunk's border."""
     frames = max(1, round(seconds * fps))
-    return max(grid, round(frames / grid) * grid)
+    return max(grid, int(frames / grid + 0.5) * grid)  # half up: 2.5 grid steps are 3
 
 
 def plan_chunks(start: int, end: int, frames_per_chunk: int) -> list[Chunk]:
