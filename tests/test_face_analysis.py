@@ -144,11 +144,12 @@ def test_mesh_on_crops_finds_every_face_of_the_group_photo(shared_runtime: Model
     faces = FaceAnalyser(shared_runtime).analyse(image, SETTINGS, embeddings=False, mesh=True)
     assert len(faces) == 6
     for face in faces:
-        assert face.mesh is not None and face.mesh.shape == (468, 2)
-        inside = (face.mesh[:, 0] > face.bbox[0] - face.width * 0.3) & (
-            face.mesh[:, 0] < face.bbox[2] + face.width * 0.3
-        )
+        assert face.mesh is not None and face.mesh.points.shape == (468, 2) and face.mesh.depth.shape == (468,)
+        xs = face.mesh.points[:, 0]
+        inside = (xs > face.bbox[0] - face.width * 0.3) & (xs < face.bbox[2] + face.width * 0.3)
         assert inside.mean() > 0.95
+        # depth: the nose tip is nearer the camera than the face's outline
+        assert face.mesh.depth[1] < np.median(face.mesh.depth[[234, 454, 10, 152]])
     # mediapipe alone on the whole photo misses them: the reason the mesh runs on crops
     with shared_runtime.using("mediapipe_face_mesh") as whole:
         result = whole.process(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))

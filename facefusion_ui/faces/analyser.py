@@ -19,7 +19,7 @@ from facefusion_ui.faces.detection import Detection, non_max_suppression, to_fra
 from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
 from facefusion_ui.faces.detector_scrfd import detect_scrfd
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_dlib_5, kps_from_mesh
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -164,7 +164,7 @@ class FaceAnalyser:
         if landmarker == "mediapipe_face_mesh" or want_mesh:
             mesh_points = self.mesh(frame, detection)
             if kps is None and mesh_points is not None:
-                kps = kps_from_mesh(mesh_points)
+                kps = kps_from_mesh(mesh_points.points)
         if kps is None:
             return None  # the landmarker found no face in this box: a false detection
         yaw, pitch = estimate_pose(kps)
@@ -179,7 +179,7 @@ class FaceAnalyser:
             pitch=pitch,
         )
 
-    def mesh(self, frame: Frame, detection: Detection) -> np.ndarray | None:
+    def mesh(self, frame: Frame, detection: Detection) -> FaceMesh | None:
         with self.runtime.using("mediapipe_face_mesh") as model:
             return face_mesh(frame, detection.bbox, model)
 

@@ -10,6 +10,17 @@ from facefusion_ui.types import DistanceMetric, Embedding, Points
 
 
 @dataclass(frozen=True, eq=False)
+class FaceMesh:
+    """mediapipe's 468 face-mesh points of one face, in frame pixels."""
+
+    points: Points
+    """(468, 2) x, y."""
+    depth: Points
+    """(468,) distance from the camera relative to the face's centre, in the same pixels: smaller is
+    nearer (on a turned head the near cheek and the nose hide parts of the far side)."""
+
+
+@dataclass(frozen=True, eq=False)
 class Face:
     """One detected face. ``kps`` are 5 points in ArcFace order: image-left eye, image-right eye, nose
     tip, image-left mouth corner, image-right mouth corner."""
@@ -20,8 +31,8 @@ class Face:
     kps: Points
     detector: str
     landmarks_68: Points | None = None
-    mesh: Points | None = None
-    """468 mediapipe face-mesh points (x, y) when requested."""
+    mesh: FaceMesh | None = None
+    """The 468-point face mesh, when requested."""
     embedding: Embedding | None = None
     normed_embedding: Embedding | None = None
     recognizer: str | None = None

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 
 from facefusion_ui.faces.alignment import template_points
+from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.types import Frame, Points
 
 NOSE_TIP_FROM_BASE = 0.78
@@ -59,8 +60,8 @@ def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, 
     return float(cx - side / 2), float(cy - side / 2), float(side)
 
 
-def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> Points | None:
-    """468 (x, y) mesh points in frame coordinates, or None when mediapipe finds no face in the crop.
+def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> FaceMesh | None:
+    """The 468-point mesh in frame coordinates, or None when mediapipe finds no face in the crop.
 
     The caller holds the model exclusively (``ModelRuntime.using``)."""
     x, y, side = mesh_crop_box(bbox)
@@ -70,8 +71,11 @@ def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> Points | None:
     result = mesh_model.process(cv2.cvtColor(crop, cv2.COLOR_BGR2RGB))
     if not result.multi_face_landmarks:
         return None
-    points = np.array([[p.x, p.y] for p in result.multi_face_landmarks[0].landmark], dtype=np.float32)
-    return (points * MESH_CROP_SIZE / scale + np.array([x, y], dtype=np.float32)).astype(np.float32)
+    # mediapipe gives x, y as fractions of the crop and z on the same scale as x
+    raw = np.array([[p.x, p.y, p.z] for p in result.multi_face_landmarks[0].landmark], dtype=np.float32)
+    pixels = raw * np.float32(MESH_CROP_SIZE / scale)
+    points = (pixels[:, :2] + np.array([x, y], dtype=np.float32)).astype(np.float32)
+    return FaceMesh(points, np.ascontiguousarray(pixels[:, 2]))
 
 
 def kps_from_mesh(mesh: Points) -> Points:

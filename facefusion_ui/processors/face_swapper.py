@@ -20,9 +20,9 @@ from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent, swap_crop
-from facefusion_ui.processors.mesh_warp import mesh_warp_swap
+from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Frame, Points
+from facefusion_ui.types import Frame
 
 logger = logging.getLogger(__name__)
 PREPARED_SOURCES_LIMIT = 8
@@ -33,8 +33,8 @@ ARCFACE = "arcface_w600k_r50"
 class PreparedSource:
     """What a swapper needs of the source person, computed once per set of source photos."""
 
-    image: Frame | None = None
-    mesh: Points | None = None
+    warp: WarpSource | None = None
+    """The embedded path: the source face's crop, mesh and trust map."""
     latent: np.ndarray | None = None
 
 
@@ -87,7 +87,7 @@ class FaceSwapper:
                 mesh = face_mesh(best.image, best.face.bbox, model)
         if mesh is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
-        return PreparedSource(image=best.image, mesh=mesh)
+        return PreparedSource(warp=WarpSource.of(best.image, mesh))
 
     def _prepare_latent(self, sources: SourceIdentity) -> PreparedSource:
         """The ONNX path averages the normed ArcFace embeddings of every source photo."""
@@ -130,7 +130,7 @@ class FaceSwapper:
         return paste_back(frame, crop, matrix, mask)
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
-        assert prepared.image is not None and prepared.mesh is not None
+        assert prepared.warp is not None
         target_mesh = face.mesh
         if target_mesh is None:
             with self.runtime.using("mediapipe_face_mesh") as model:
@@ -138,4 +138,4 @@ class FaceSwapper:
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
             return None
-        return mesh_warp_swap(frame, target_mesh, prepared.image, prepared.mesh, settings.face_mask_blur).frame
+        return mesh_warp_swap(frame, target_mesh, prepared.warp, settings.face_mask_blur).frame

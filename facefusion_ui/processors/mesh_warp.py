@@ -1,22 +1,32 @@
-"""The embedded swapper: the source face's 468-point mesh warped triangle by triangle onto the target's.
+"""The embedded swapper: the source photo's face drawn onto the target face, triangle by triangle of
+mediapipe's face mesh (``WarpSource`` is prepared once per source photo).
 
 Steps, for one target face:
-1. triangulate the target mesh (Delaunay over the target points, so no triangle folds over);
-2. for every target pixel inside the mesh, find its triangle and barycentric coordinates, and read the
-   source photo at the same coordinates of the matching source triangle (one ``cv2.remap``);
-3. move the warped face's colour to the target's skin (mean and spread in LAB, inside the face);
-4. blend with a feathered mask of the face (the oval, cut above the brows), so nothing outside changes.
+1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``);
+2. the mesh's own triangles are drawn in the target, farthest first (the mesh's depth), so that where a
+   turned head hides part of the face (the far cheek behind the nose) the nearer triangle wins; a
+   triangle that faces the other way in the target than in the source (folded over by a turn) is not
+   drawn. Every pixel a triangle covers reads the source photo at the same place of the same triangle
+   there (one ``cv2.remap``);
+3. the blend weight: the target's face outline (cut above the brows), feathered, times how much the
+   source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
+   the background beside a cheek never comes across (on turned heads they made grey and white smears
+   when the whole hull was warped as one); the eye and mouth openings are holes in the mesh, so the
+   target keeps its own eyes and mouth inside them (gaze, teeth), framed by the source's lids and lips;
+4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
+   two are blended with that weight, so nothing outside the face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
-from scipy.spatial import Delaunay
 
+from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -40,6 +50,18 @@ FOREHEAD_KEPT = 0.12
 hair (bangs, hats) that would smear a band across the target's forehead."""
 STD_RATIO_LIMITS = (0.6, 1.6)
 """How far colour transfer may stretch the spread of a channel: beyond, it flattens or bleaches skin."""
+FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 197, 282, 295, 327, 374, 386)
+"""Brows, eyes, nose and lips: always taken from the source, whatever their colour."""
+TRUST_RAMP = 0.06
+"""Over how much of the face's size (inward from the outline) the source's trust rises from 0 to 1."""
+SKIN_SPREAD_FLOOR = np.array([8.0, 2.0, 2.0], dtype=np.float32)
+"""Smallest spread (L, a, b) of the source's skin colour: a evenly lit face would otherwise reject its
+own shading."""
+LIGHTNESS_SLACK = 1.25
+"""Lightness may stray this many times further than colour: shading changes it more than skin does."""
+SKIN_DISTANCE = (2.0, 3.0)
+"""Spreads from the typical skin colour where a pixel stops counting as skin: fully below the first,
+not at all above the second (hair, hats, background)."""
 
 
 @dataclass(frozen=True)
@@ -56,27 +78,62 @@ def region_of(points: Points, shape: tuple[int, ...], margin: int = 2) -> tuple[
     return max(int(x1), 0), max(int(y1), 0), min(int(x2), width), min(int(y2), height)
 
 
-def warp_maps(
-    target_points: Points, source_points: Points, region: tuple[int, int, int, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each pixel of ``region`` in the target: where to read the source, and whether it is covered."""
+@functools.cache
+def mesh_triangles() -> np.ndarray:
+    """The (n, 3) point indices of the mesh's triangles, from mediapipe's tessellation (its edges: every
+    three points joined to each other). One constant table, read from mediapipe once."""
+    from mediapipe.python.solutions.face_mesh_connections import FACEMESH_TESSELATION
+
+    neighbours: dict[int, set[int]] = {}
+    for first, second in FACEMESH_TESSELATION:
+        neighbours.setdefault(first, set()).add(second)
+        neighbours.setdefault(second, set()).add(first)
+    triangles = {
+        tuple(sorted((first, second, third)))
+        for first, second in FACEMESH_TESSELATION
+        for third in neighbours[first] & neighbours[second]
+    }
+    return np.array(sorted(triangles), dtype=np.int32)
+
+
+def signed_areas(corners: np.ndarray) -> np.ndarray:
+    """Twice the signed area of each triangle of ``corners`` (n, 3, 2): the sign tells which way it faces."""
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    return np.asarray((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
+
+
+def render_maps(
+    target_points: Points, target_depth: Points, source_points: Points, region: tuple[int, int, int, int],
+    triangles: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """For each pixel of ``region`` in the target: where to read the source, and whether a triangle covers
+    it. ``triangles``: point indices, the mesh's own by default."""
     x1, y1, x2, y2 = region
-    triangulation = Delaunay(target_points.astype(np.float64))
-    ys, xs = np.mgrid[y1:y2, x1:x2]
-    pixels = np.stack([xs.ravel(), ys.ravel()], axis=1).astype(np.float64)
-    simplex = triangulation.find_simplex(pixels)
-    covered = simplex >= 0
-    transform = triangulation.transform[simplex[covered]]
-    partial = np.einsum("nij,nj->ni", transform[:, :2], pixels[covered] - transform[:, 2])
-    barycentric = np.concatenate([partial, 1.0 - partial.sum(axis=1, keepdims=True)], axis=1)
-    corners = source_points.astype(np.float64)[triangulation.simplices[simplex[covered]]]
-    source_xy = np.einsum("ni,nij->nj", barycentric, corners)
-    map_x = np.full(pixels.shape[0], -1.0, dtype=np.float32)
-    map_y = np.full(pixels.shape[0], -1.0, dtype=np.float32)
-    map_x[covered] = source_xy[:, 0]
-    map_y[covered] = source_xy[:, 1]
-    shape = (y2 - y1, x2 - x1)
-    return map_x.reshape(shape), map_y.reshape(shape), covered.reshape(shape)
+    triangles = mesh_triangles() if triangles is None else triangles
+    target = target_points.astype(np.float64)[triangles]
+    source = source_points.astype(np.float64)[triangles]
+    target_area, source_area = signed_areas(target), signed_areas(source)
+    drawn = (np.sign(target_area) == np.sign(source_area)) & (np.abs(target_area) > 1e-3)
+    # per triangle, the affine map from target to source pixels: [x, y, 1] @ affine = source (x, y)
+    corners = np.concatenate([target, np.ones((len(triangles), 3, 1))], axis=2)
+    affine = np.zeros((len(triangles), 3, 2))
+    affine[drawn] = np.linalg.solve(corners[drawn], source[drawn])
+    owner = np.full((y2 - y1, x2 - x1), -1, dtype=np.int32)
+    subpixel = 16  # fillConvexPoly's fixed point: corners to 1/16 pixel
+    origin = np.array([x1, y1], dtype=np.float64)
+    for index in np.argsort(-target_depth[triangles].mean(axis=1), kind="stable"):  # farthest first
+        if drawn[index]:
+            polygon = np.round((target[index] - origin) * subpixel).astype(np.int32)
+            cv2.fillConvexPoly(owner, polygon, int(index), lineType=cv2.LINE_8, shift=4)
+    covered = owner >= 0
+    ys, xs = np.nonzero(covered)
+    pixels = np.stack([xs + x1, ys + y1, np.ones(len(xs))], axis=1)
+    read = np.einsum("ni,nij->nj", pixels, affine[owner[covered]])
+    map_x = np.full(owner.shape, -1.0, dtype=np.float32)
+    map_y = np.full(owner.shape, -1.0, dtype=np.float32)
+    map_x[covered] = read[:, 0]
+    map_y[covered] = read[:, 1]
+    return map_x, map_y, covered
 
 
 def face_outline(points: Points) -> Points:
@@ -137,18 +194,72 @@ def morph_toward_source(target_mesh: Points, source_mesh: Points, weight: float 
     return morphed
 
 
-def mesh_warp_swap(
-    frame: Frame, target_mesh: Points, source_image: Frame, source_mesh: Points, blur: float
-) -> WarpResult:
-    """Put the source face (photo + its mesh) onto the target face (its mesh in ``frame``)."""
-    region = region_of(target_mesh, frame.shape)
+def inside_outline(points: Points, shape: tuple[int, ...], ramp: float) -> Mask:
+    """1 deep inside the face outline, falling to 0 over ``ramp`` pixels before its edge, 0 outside: a
+    bilinear read where it is above 0 never touches a pixel outside the outline."""
+    filled = np.zeros(shape[:2], dtype=np.uint8)
+    cv2.fillConvexPoly(filled, cv2.convexHull(face_outline(points)).astype(np.int32), 1)
+    depth_inside = cv2.distanceTransform(filled, cv2.DIST_L2, 3)
+    return np.asarray(np.clip((depth_inside - 1.5) / max(ramp, 1.0), 0.0, 1.0), dtype=np.float32)
+
+
+def source_trust(image: Frame, points: Points) -> Mask:
+    """How much each pixel of ``image`` (a crop around the source face, ``points`` in it) is the face
+    itself, 0..1: inside the outline, the eyes, brows, nose and lips always; elsewhere (cheeks, chin,
+    forehead) skin whose colour is near the face's typical skin, not hair, a hat or the background the
+    outline may take in at its edges. A beard counts as hair there: the target's own chin shows."""
+    size = float(max(points.max(axis=0) - points.min(axis=0)))
+    outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
+    features = np.zeros(outline.shape, dtype=np.float32)
+    cv2.fillConvexPoly(features, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
+    skin_area = (outline > 0.5) & (features == 0)
+    if skin_area.sum() < 16:
+        return outline
+    typical = np.median(lab[skin_area], axis=0)
+    spread = np.maximum(np.median(np.abs(lab[skin_area] - typical), axis=0) * 1.4826, SKIN_SPREAD_FLOOR)
+    off = np.abs(lab - typical) / spread
+    distance = np.maximum(off[..., 0] / LIGHTNESS_SLACK, np.hypot(off[..., 1], off[..., 2]))
+    skin = np.clip((SKIN_DISTANCE[1] - distance) / (SKIN_DISTANCE[1] - SKIN_DISTANCE[0]), 0.0, 1.0)
+    skin = cv2.medianBlur((skin * 255).astype(np.uint8), 5).astype(np.float32) / 255.0  # freckles, pores
+    kernel = max(3, int(size * 0.04)) | 1
+    trusted = np.maximum(cv2.GaussianBlur(features, (kernel, kernel), 0), cv2.GaussianBlur(skin, (kernel, kernel), 0))
+    return np.asarray(trusted * outline, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class WarpSource:
+    """What the embedded swapper keeps of a source photo: the face's crop, its mesh in the crop, and
+    ``source_trust`` of the crop (so a large photo is not held whole)."""
+
+    image: Frame
+    mesh: FaceMesh
+    trust: Mask
+
+    @classmethod
+    def of(cls, image: Frame, mesh: FaceMesh) -> WarpSource:
+        x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
+        crop = np.ascontiguousarray(image[y1:y2, x1:x2])
+        points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
+        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points))
+
+
+def mesh_warp_swap(frame: Frame, target: FaceMesh, source: WarpSource, blur: float) -> WarpResult:
+    """Put the source face onto the target face (``target``: its mesh in ``frame``)."""
+    region = region_of(target.points, frame.shape)
     x1, y1, x2, y2 = region
     full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, full_mask)
-    map_x, map_y, covered = warp_maps(morph_toward_source(target_mesh, source_mesh), source_mesh, region)
-    warped = cv2.remap(source_image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    weight = oval_mask(target_mesh, region, blur) * covered
+    shaped = morph_toward_source(target.points, source.mesh.points)
+    map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region)
+    warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    trust = cv2.remap(source.trust, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    # the edges of the holes (eyes, mouth, folded triangles) softened, never past the triangles drawn, and
+    # nothing where the source pixel read is not its face
+    kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
+    drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
+    weight = np.asarray(drawn * trust, dtype=np.float32)
     target_patch = frame[y1:y2, x1:x2]
     warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight)
     alpha = weight[..., None]

@@ -1,0 +1,114 @@
+"""The embedded swapper's drawing: mesh triangles in depth order, folded ones left out, and nothing of
+the source photo but its face reaching the target (turned heads in t1 used to get grey and white smears
+from the source's hair and background)."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face import FaceMesh
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.mesh_warp import (
+    FEATURES,
+    WarpSource,
+    face_outline,
+    mesh_triangles,
+    mesh_warp_swap,
+    render_maps,
+    source_trust,
+)
+from facefusion_ui.state_manager import Settings
+from tests.support import media
+
+SETTINGS = Settings()
+GREEN = (0, 255, 0)
+
+
+@pytest.fixture(scope="module")
+def astronaut_mesh(shared_runtime: ModelRuntime) -> FaceMesh:
+    face = FaceAnalyser(shared_runtime).analyse(media.astronaut(), SETTINGS, embeddings=False, mesh=True)[0]
+    assert face.mesh is not None
+    return face.mesh
+
+
+@pytest.fixture(scope="module")
+def t1_meshes(shared_runtime: ModelRuntime) -> list[FaceMesh]:
+    faces = FaceAnalyser(shared_runtime).analyse(media.t1(), SETTINGS, embeddings=False, mesh=True)
+    meshes = [face.mesh for face in faces if face.mesh is not None]
+    assert len(meshes) == 6
+    return meshes
+
+
+def test_the_mesh_has_its_triangles() -> None:
+    triangles = mesh_triangles()
+    assert triangles.shape[1] == 3 and 800 < len(triangles) < 900
+    assert triangles.min() == 0 and triangles.max() == 467
+    assert len({tuple(row) for row in triangles}) == len(triangles)
+
+
+def test_nearer_triangle_wins_and_folded_ones_are_not_drawn() -> None:
+    triangles = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8]], dtype=np.int32)
+    source = np.array(
+        [[0, 0], [40, 0], [0, 40], [100, 0], [140, 0], [100, 40], [0, 60], [40, 60], [0, 100]], dtype=np.float32
+    )
+    # in the target the second triangle lies over the first, shifted by 5 px; the third is mirrored
+    target = np.array(
+        [[0, 0], [40, 0], [0, 40], [5, 5], [45, 5], [5, 45], [0, 60], [0, 100], [40, 60]], dtype=np.float32
+    )
+    region = (0, 0, 60, 110)
+    first_nearer = np.array([0, 0, 0, 9, 9, 9, 0, 0, 0], dtype=np.float32)
+    map_x, map_y, covered = render_maps(target, first_nearer, source, region, triangles)
+    assert covered[10, 10] and (map_x[10, 10], map_y[10, 10]) == pytest.approx((10, 10), abs=1e-3)
+    second_nearer = np.array([9, 9, 9, 0, 0, 0, 0, 0, 0], dtype=np.float32)
+    map_x, map_y, covered = render_maps(target, second_nearer, source, region, triangles)
+    assert covered[10, 10] and (map_x[10, 10], map_y[10, 10]) == pytest.approx((105, 5), abs=1e-3)
+    assert not covered[70:95, 2:30].any(), "the mirrored triangle was drawn"
+
+
+def test_trust_keeps_the_features_and_skin_but_not_hair(astronaut_mesh: FaceMesh) -> None:
+    image = media.astronaut().copy()
+    points = astronaut_mesh.points
+    features = cv2.convexHull(points[list(FEATURES)]).astype(np.float32)
+    # the cheeks between the features and the outline (toward the ears, points 234 and 454)
+    cheeks = [(0.4 * points[234] + 0.6 * points[50]).astype(int), (0.4 * points[454] + 0.6 * points[280]).astype(int)]
+    for cheek in cheeks:
+        assert cv2.pointPolygonTest(features, (float(cheek[0]), float(cheek[1])), False) < 0
+    left_eye = points[[33, 133]].mean(axis=0).astype(int)
+    hair = (40, 52, 78)  # dark brown, BGR
+    radius = int((points[:, 0].max() - points[:, 0].min()) * 0.08)
+    cv2.circle(image, (int(cheeks[0][0]), int(cheeks[0][1])), radius, hair, -1)
+    cv2.circle(image, (int(left_eye[0]), int(left_eye[1])), radius // 2, hair, -1)
+    trust = source_trust(image, points)
+    assert trust[cheeks[0][1], cheeks[0][0]] < 0.2, "hair over a cheek was taken as the face"
+    assert trust[cheeks[1][1], cheeks[1][0]] > 0.8, "the other cheek's skin was not taken"
+    assert trust[left_eye[1], left_eye[0]] > 0.8, "a feature was dropped for its colour"
+    inside = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillConvexPoly(inside, features.astype(np.int32), 1)
+    assert trust[inside.astype(bool)].mean() > 0.9
+    outline = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillConvexPoly(outline, cv2.convexHull(face_outline(points)).astype(np.int32), 1)
+    assert trust[outline == 0].max() == 0.0, "trust reaches outside the face outline"
+
+
+def test_nothing_outside_the_source_face_reaches_the_target(
+    astronaut_mesh: FaceMesh, t1_meshes: list[FaceMesh]
+) -> None:
+    """The source's background and hair beside its face outline painted green: the swaps onto every
+    face of t1 (two of them turned well away) come out the same."""
+    image = media.astronaut()
+    outline = np.zeros(image.shape[:2], np.uint8)
+    cv2.fillConvexPoly(outline, cv2.convexHull(face_outline(astronaut_mesh.points)).astype(np.int32), 1)
+    painted = image.copy()
+    painted[outline == 0] = GREEN
+    plain, green = WarpSource.of(image, astronaut_mesh), WarpSource.of(painted, astronaut_mesh)
+    target = media.t1()
+    for mesh in t1_meshes:
+        first = mesh_warp_swap(target, mesh, plain, SETTINGS.face_mask_blur)
+        second = mesh_warp_swap(target, mesh, green, SETTINGS.face_mask_blur)
+        assert first.mask.max() > 0.9, "the face was not swapped"
+        assert np.all(first.frame[first.mask == 0] == target[first.mask == 0]), "a pixel outside the blend changed"
+        difference = np.abs(first.frame.astype(int) - second.frame.astype(int))
+        assert difference.max() <= 2, f"{int((difference > 2).sum())} pixels took colour from outside the source face"
