@@ -7,6 +7,7 @@ several threads. Shared by the image and the video workflows; one per job, on th
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
-from facefusion_ui.processors.base import FrameContext, Processor
+from facefusion_ui.processors.base import CountingProcessor, FrameContext, Processor
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
@@ -293,12 +294,16 @@ class FramePipeline:
         return list(dict.fromkeys(names))
 
     def summary(self) -> dict[str, Any]:
-        swapped = sum(getattr(p, "faces_swapped", 0) for p in self.processors if p.name == "face_swapper")
+        done: collections.Counter[str] = collections.Counter()
+        for processor in self.processors:
+            if isinstance(processor, CountingProcessor):
+                done.update(processor.counts())
         cache = self.identities.cache.stats.to_json() if self.identities is not None else None
         return {
             "faces_detected": self.analyser.counters.faces_detected,
             "faces_selected": self.stats.faces_selected,
-            "faces_swapped": swapped,
+            "faces_swapped": done["faces_swapped"],
+            **({"faces_enhanced": done["faces_enhanced"]} if "faces_enhanced" in done else {}),
             "recognizer_calls": self.analyser.counters.recognizer_calls,
             "identity_cache": cache,
             "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.to_json()},

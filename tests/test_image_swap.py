@@ -196,7 +196,9 @@ def test_enhancer_with_generated_gfpgan(onnx_models: Path, astronaut_path: Path,
     cv2.imwrite(str(target), media.grace_hopper())
     result = process(settings, [astronaut_path], target, tmp_path / "out.png", runtime=runtime)
     assert "gfpgan_1.4" in result.stats["models_used"]
+    assert result.stats["faces_swapped"] == result.stats["faces_enhanced"] == 1
     plain = process(SETTINGS, [astronaut_path], target, tmp_path / "plain.png", runtime=runtime)
+    assert "faces_enhanced" not in plain.stats and plain.stats["faces_swapped"] == 1
     enhanced, swapped = media.read(tmp_path / "out.png"), media.read(Path(plain.output))
     face = FaceAnalyser(runtime).analyse(media.grace_hopper(), SETTINGS, embeddings=False)[0]
     zone = face_zone([face], enhanced.shape)

@@ -55,6 +55,14 @@ class Processor(Protocol):
         ...
 
 
+@runtime_checkable
+class CountingProcessor(Protocol):
+    """Optional beside ``Processor``: what it did so far, by name (``{"faces_swapped": 12}``); a job's
+    stats sum these over its processors. A processor without ``counts`` adds nothing."""
+
+    def counts(self) -> Mapping[str, int]: ...
+
+
 ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]
 """What an entry point in group ``facefusion_ui.processors`` names: a class or a function taking the
 settings and the process's ``ModelRuntime`` (warm ONNX sessions and embedded models)."""

@@ -43,6 +43,10 @@ class FaceEnhancer:
         rgb = np.clip(output.transpose(1, 2, 0) * spec.std + spec.mean + 0.5, 0, 255).astype(np.uint8)
         return np.ascontiguousarray(rgb[:, :, ::-1])
 
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"faces_enhanced": self.faces_enhanced}
+
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and self.settings.face_enhancer_blend > 0
 

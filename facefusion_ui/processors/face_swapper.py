@@ -64,6 +64,10 @@ class FaceSwapper:
         for name in self.required_models():
             self.runtime.sessions.release(name)
 
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"faces_swapped": self.faces_swapped}
+
     # sources ---------------------------------------------------------------------------------------------
     def prepare(self, sources: SourceIdentity) -> PreparedSource:
         with self._lock:
