@@ -20,7 +20,7 @@ import numpy as np
 from facefusion_ui import __version__
 from facefusion_ui.errors import FfmpegError, InputError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import ScheduleState, largest_group
+from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.faults import FaultInjection, FaultyStages
 from facefusion_ui.inference import SessionPool
@@ -33,7 +33,7 @@ from facefusion_ui.memory import (
     return_free_memory,
 )
 from facefusion_ui.paths import home_dir
-from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.pipeline import FramePipeline, VideoState
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.progress import FrameProgress
@@ -183,12 +183,12 @@ def run_chunk_recovering(
     partial = work_dir / f"part_{chunk.segment_name}"
     attempt_settings = settings
     gpu_pool: SessionPool | None = None
-    schedule = pipeline.schedule_state()
+    state = pipeline.video_state()
     try:
         for attempt in range(MAX_CHUNK_ATTEMPTS):
             done_before = tracker.frames_done
             try:
-                pipeline.restore_schedule(schedule)  # a retry starts the chunk as the first attempt did
+                pipeline.restore_video_state(state)  # a retry starts the chunk as the first attempt did
                 pipeline.begin_chunk()
                 return run_chunk(ffmpeg, info, chunk, partial, stages, attempt_settings, tracker.advance, cancel)
             except BaseException as error:
@@ -262,7 +262,7 @@ def process_video(
     recoveries: list[str] = []
     stages: FrameStages = FaultyStages(pipeline, fault) if fault is not None else pipeline
     skipped = 0
-    carried = False  # whether the schedule's state comes from the chunk just run
+    carried = False  # whether the pipeline's state comes from the chunk just run
     for chunk in chunks:
         tracker.chunk_index = chunk.index
         if manifest.is_done(chunk):
@@ -271,13 +271,13 @@ def process_video(
             carried = False
             continue
         if not carried:  # the job's start, or a resume: the state saved after the chunk before, if any
-            saved = manifest.schedule_after(chunk.index - 1)
-            pipeline.start_video(first, ScheduleState.from_json(saved) if saved is not None else None)
+            saved = manifest.state_after(chunk.index - 1)
+            pipeline.start_video(first, VideoState.from_json(saved) if saved is not None else None)
         run = run_chunk_recovering(
             ffmpeg, info, chunk, work_dir, pipeline, stages, settings, tracker, cancel, recoveries
         )
         os.replace(work_dir / f"part_{chunk.segment_name}", work_dir / chunk.segment_name)
-        manifest.record(chunk, run.frames, run.seconds, pipeline.schedule_state().to_json())
+        manifest.record(chunk, run.frames, run.seconds, pipeline.video_state().to_json())
         carried = True
         chunk_runs.append(run)
         if settings.release_models == "after_chunk":

@@ -36,6 +36,26 @@ from facefusion_ui.types import Embedding, Frame, Points
 
 
 @dataclass(frozen=True)
+class VideoState:
+    """What the pipeline knows after a video frame: the detection schedule and the identities (cache and
+    tracked faces). Carried from chunk to chunk; saved with each finished chunk so a resumed run goes on
+    as the interrupted one would have; restored when a chunk is tried again after running out of memory."""
+
+    schedule: ScheduleState
+    identities: dict[str, Any] | None = None
+    """``IdentityTracker.to_json()``; None when the identity cache is off (or nothing was saved)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schedule": self.schedule.to_json(), "identities": self.identities}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> VideoState:
+        if "schedule" not in data:  # saved before identities were: the schedule's state alone
+            return cls(ScheduleState.from_json(data))
+        return cls(ScheduleState.from_json(data["schedule"]), data.get("identities"))
+
+
+@dataclass(frozen=True)
 class FrameAnalysis:
     faces: list[Face]
     selected: list[Face]
@@ -114,27 +134,35 @@ class FramePipeline:
         ``faces/schedule.py``: groups never cross the grid counted from the job's first frame)."""
         return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
 
-    def start_video(self, first_frame: int, state: ScheduleState | None = None) -> None:
+    def start_video(self, first_frame: int, state: VideoState | None = None) -> None:
         """Called before a video's first chunk that runs: the job starts at ``first_frame``; ``state`` is
-        the schedule as it was after the last finished chunk when a run resumes (None: nothing known)."""
+        what the pipeline knew after the last finished chunk when a run resumes (None: nothing known)."""
         self.first_frame = first_frame
-        self.restore_schedule(state or ScheduleState())
+        self.restore_video_state(state or VideoState(ScheduleState()))
 
-    def schedule_state(self) -> ScheduleState:
+    def video_state(self) -> VideoState:
         followed = None
         if self.followed is not None:
             followed = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in self.followed)
-        return ScheduleState(followed, self.stretch, self.faceless.cells)
+        identities = self.identities.to_json() if self.identities is not None else None
+        return VideoState(ScheduleState(followed, self.stretch, self.faceless.cells), identities)
 
-    def restore_schedule(self, state: ScheduleState) -> None:
+    def restore_video_state(self, state: VideoState) -> None:
         """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
-        followed = state.followed
+        schedule = state.schedule
+        followed = schedule.followed
         self.followed = None if followed is None else [np.array(box, dtype=np.float32) for box in followed]
-        self.stretch = state.stretch
-        if state.faceless is None:
+        self.stretch = schedule.stretch
+        if schedule.faceless is None:
             self.faceless.forget()
         else:
-            self.faceless.keep(state.faceless)
+            self.faceless.keep(schedule.faceless)
+        if self.identities is not None:
+            if state.identities is not None:
+                self.identities.load_json(state.identities)
+            else:
+                self.identities.cache.clear()
+                self.identities.reset()
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The schedule

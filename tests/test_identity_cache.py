@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from facefusion_ui.faces.face import Face
@@ -107,3 +109,30 @@ def test_a_jump_breaks_the_track() -> None:
     tracker.resolve([face(400)], 1, 0.04, embed)  # no overlap: recognise
     tracker.resolve([face(401)], 3, 0.12, embed)  # a frame gap: recognise
     assert len(calls) == 3 and cache.stats.hits == 2
+
+
+def test_cache_and_tracks_round_trip_through_json_exactly() -> None:
+    cache = IdentityCache("cosine", 0.3, limit=3, lifetime=100)
+    tracker = IdentityTracker(cache)
+
+    def distinct(seen: Face) -> np.ndarray:  # a different person at each place
+        return unit(*np.eye(6)[int(seen.bbox[0]) // 100 % 6])
+
+    for index, x in enumerate((100.0, 300.0, 500.0)):
+        tracker.resolve([face(x), face(x + 700)], index, index / 25, distinct)
+    saved = json.loads(json.dumps(tracker.to_json()))
+    restored = IdentityTracker(IdentityCache("cosine", 0.3, limit=3, lifetime=100))
+    restored.load_json(saved)
+    assert len(cache) == 3 and cache.stats.evictions == 3
+    assert [i.id for i in restored.cache.identities()] == [i.id for i in cache.identities()]
+    for got, want in zip(restored.cache.identities(), cache.identities(), strict=True):
+        assert np.array_equal(got.embedding, want.embedding) and got.last_seen == want.last_seen
+    assert [(t.identity_id, t.frame_index) for t in restored.tracks] == [
+        (t.identity_id, t.frame_index) for t in tracker.tracks
+    ]
+    assert all(np.array_equal(a.face.kps, b.face.kps) for a, b in zip(restored.tracks, tracker.tracks, strict=True))
+    # the next identity gets the id the uninterrupted cache would give it
+    assert restored.cache.add(unit(9, 9, 9), 5, 0, 0).id == cache.add(unit(9, 9, 9), 5, 0, 0).id
+    smaller = IdentityCache("cosine", 0.3, limit=2, lifetime=100)
+    smaller.load_json(saved["cache"])
+    assert len(smaller) == 2  # the limit still holds: the most recently seen are kept

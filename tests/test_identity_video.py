@@ -3,6 +3,7 @@ as without the cache, and two people who cross never trade identities."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cv2
@@ -11,7 +12,8 @@ import pytest
 
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.faces.schedule import ScheduleState
+from facefusion_ui.pipeline import FramePipeline, VideoState
 from facefusion_ui.state_manager import Settings
 from tests.support import media, videos
 
@@ -77,3 +79,52 @@ def test_two_people_crossing_never_trade_identities(shared_runtime: ModelRuntime
             owners[person].add(identity.id)
     assert owners["A"] and owners["B"]
     assert owners["A"].isdisjoint(owners["B"]), owners
+
+
+def test_identities_survive_a_resume_exactly(shared_runtime: ModelRuntime, face_path: Path) -> None:
+    """The state saved in the manifest after a chunk (through JSON, as a resume reads it) makes a new
+    pipeline identify the next frames as the uninterrupted one does: same faces chosen, same embeddings,
+    the same recognizer calls; without it the recognizer has to run again."""
+    fps, frames_total, cut = 12, 72, 36
+    make = videos.talking_head(320, 240, frames_total)
+    frames = [make(index) for index in range(frames_total)]
+
+    def run(pipeline: FramePipeline, indices: range) -> tuple[list[list[tuple[int, int]]], list[np.ndarray], int]:
+        calls = pipeline.analyser.counters.recognizer_calls
+        chosen, embeddings = [], []
+        for index in indices:
+            analysis = pipeline.analyse(frames[index], index, index / fps)
+            chosen.append([(int(f.bbox[0]), int(f.bbox[1])) for f in analysis.selected])
+            embeddings.extend(f.embedding for f in analysis.selected if f.embedding is not None)
+        return chosen, embeddings, pipeline.analyser.counters.recognizer_calls - calls
+
+    def fresh() -> FramePipeline:
+        pipeline = FramePipeline.build(REFERENCE, shared_runtime, [face_path])
+        pipeline.set_reference_from(frames[0])
+        return pipeline
+
+    whole = fresh()
+    whole.start_video(0)
+    run(whole, range(cut))
+    saved = json.loads(json.dumps(whole.video_state().to_json()))
+    assert saved["identities"]["cache"]["entries"], "nothing identified before the cut"
+    expected = run(whole, range(cut, frames_total))
+
+    resumed = fresh()
+    resumed.start_video(0, VideoState.from_json(saved))
+    chosen, embeddings, calls = run(resumed, range(cut, frames_total))
+    assert chosen == expected[0] and all(len(faces) == 1 for faces in chosen)
+    assert len(embeddings) == len(expected[1])
+    assert all(np.array_equal(got, want) for got, want in zip(embeddings, expected[1], strict=True))
+    assert calls == expected[2]
+
+    forgetful = fresh()
+    forgetful.start_video(0)
+    assert run(forgetful, range(cut, frames_total))[2] > expected[2]
+
+
+def test_a_manifest_saved_before_identities_still_resumes() -> None:
+    """Manifests written before identities were saved hold the schedule's state alone."""
+    schedule = ScheduleState(((1.0, 2.0, 3.0, 4.0),), 2, None)
+    state = VideoState.from_json(schedule.to_json())
+    assert state.schedule == schedule and state.identities is None

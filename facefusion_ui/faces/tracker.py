@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from facefusion_ui.faces.face import Face, box_iou
-from facefusion_ui.faces.identity_cache import Identity, IdentityCache
+from facefusion_ui.faces.identity_cache import Identity, IdentityCache, vector_from_json, vector_to_json
 from facefusion_ui.types import Embedding
 
 MIN_IOU = 0.45
@@ -58,6 +59,30 @@ class IdentityTracker:
 
     def reset(self) -> None:
         self.tracks = []
+
+    def to_json(self) -> dict[str, Any]:
+        """The cache and the faces being tracked (what matching a next frame's faces reads of them)."""
+        tracks = [
+            {"identity_id": t.identity_id, "frame_index": t.frame_index, "since_verified": t.since_verified,
+             "bbox": vector_to_json(t.face.bbox), "kps": vector_to_json(t.face.kps), "score": t.face.score,
+             "detector": t.face.detector, "yaw": t.face.yaw, "pitch": t.face.pitch, "recognizer": t.face.recognizer}
+            for t in self.tracks
+        ]  # fmt: skip
+        return {"cache": self.cache.to_json(), "tracks": tracks}
+
+    def load_json(self, data: dict[str, Any]) -> None:
+        """Back to what ``to_json`` saved: a resumed run identifies faces as the interrupted one would have."""
+        self.cache.load_json(data.get("cache", {}))
+        self.tracks = []
+        for entry in data.get("tracks", []):
+            identity = self.cache.get(int(entry["identity_id"]))
+            if identity is None:
+                continue
+            face = Face(vector_from_json(entry["bbox"]), float(entry["score"]),
+                        vector_from_json(entry["kps"]).reshape(-1, 2), str(entry["detector"]),
+                        embedding=identity.embedding, recognizer=entry.get("recognizer"),
+                        yaw=float(entry["yaw"]), pitch=float(entry["pitch"]))  # fmt: skip
+            self.tracks.append(Track(identity.id, face, int(entry["frame_index"]), int(entry["since_verified"])))
 
     def match_track(self, face: Face, frame_index: int, taken: set[int]) -> Track | None:
         best, best_iou = None, MIN_IOU

@@ -90,7 +90,8 @@ class Manifest:
         self.done: dict[int, dict[str, Any]] = {}
         self.discarded_reason: str | None = None
         self.schedule: dict[str, Any] | None = None
-        """The detection schedule's state after the last finished chunk: ``{"after_chunk": i, "state": ...}``."""
+        """The pipeline's state (detection schedule, identities) after the last finished chunk:
+        ``{"after_chunk": i, "state": ...}``."""
 
     @classmethod
     def open(cls, work_dir: Path, key: str, chunks: list[Chunk]) -> Manifest:
@@ -126,17 +127,17 @@ class Manifest:
     def is_done(self, chunk: Chunk) -> bool:
         return chunk.index in self.done
 
-    def record(self, chunk: Chunk, frames: int, seconds: float, schedule: dict[str, Any] | None = None) -> None:
-        """``chunk`` is finished; ``schedule``: the detection schedule's state after it (for a resume)."""
+    def record(self, chunk: Chunk, frames: int, seconds: float, state: dict[str, Any] | None = None) -> None:
+        """``chunk`` is finished; ``state``: the pipeline's state after it (for a resume)."""
         segment = self.work_dir / chunk.segment_name
         self.done[chunk.index] = {
             "file": chunk.segment_name, "frames": frames, "bytes": segment.stat().st_size, "seconds": round(seconds, 3),
         }  # fmt: skip
-        self.schedule = {"after_chunk": chunk.index, "state": schedule} if schedule is not None else None
+        self.schedule = {"after_chunk": chunk.index, "state": state} if state is not None else None
         self.save()
 
-    def schedule_after(self, index: int) -> dict[str, Any] | None:
-        """The schedule's state saved after chunk ``index``, None when that is not the one saved."""
+    def state_after(self, index: int) -> dict[str, Any] | None:
+        """The pipeline's state saved after chunk ``index``, None when that is not the one saved."""
         if self.schedule is None or self.schedule.get("after_chunk") != index or index not in self.done:
             return None
         state = self.schedule.get("state")
