@@ -91,7 +91,8 @@ def test_identities_survive_a_resume_exactly(shared_runtime: ModelRuntime, face_
 
     def run(pipeline: FramePipeline, indices: range) -> tuple[list[list[tuple[int, int]]], list[np.ndarray], int]:
         calls = pipeline.analyser.counters.recognizer_calls
-        chosen, embeddings = [], []
+        chosen: list[list[tuple[int, int]]] = []
+        embeddings: list[np.ndarray] = []
         for index in indices:
             analysis = pipeline.analyse(frames[index], index, index / fps)
             chosen.append([(int(f.bbox[0]), int(f.bbox[1])) for f in analysis.selected])
