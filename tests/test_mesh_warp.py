@@ -17,6 +17,8 @@ from facefusion_ui.processors.mesh_warp import (
     face_outline,
     mesh_triangles,
     mesh_warp_swap,
+    opening_fans,
+    openings_to_draw,
     render_maps,
     source_trust,
 )
@@ -112,3 +114,23 @@ def test_nothing_outside_the_source_face_reaches_the_target(
         assert np.all(first.frame[first.mask == 0] == target[first.mask == 0]), "a pixel outside the blend changed"
         difference = np.abs(first.frame.astype(int) - second.frame.astype(int))
         assert difference.max() <= 2, f"{int((difference > 2).sum())} pixels took colour from outside the source face"
+
+
+def test_openings_take_the_source_eyes_and_teeth_only_where_it_is_open(astronaut_mesh: FaceMesh) -> None:
+    """The mesh leaves the eyes and the mouth open; they are closed with the source's own eyes and
+    teeth, except where the source is shut and the target open: there the target keeps its own."""
+    fans = opening_fans()
+    assert [len(fan) for fan in fans] == [14, 14, 18]  # two 16-point eye contours, the 20-point inner lips
+    assert len(openings_to_draw(astronaut_mesh.points, astronaut_mesh.points)) == 3
+    mouth = np.unique(fans[2])
+    shut = astronaut_mesh.points.copy()
+    shut[mouth] = shut[mouth].mean(axis=0)  # the same face with its lips pressed together
+    assert [len(fan) for fan in openings_to_draw(astronaut_mesh.points, shut)] == [14, 14]
+    image = media.astronaut()  # smiling, teeth showing: the target
+    inside_mouth = astronaut_mesh.points[mouth].mean(axis=0).astype(int)
+    shut_source = WarpSource(image, FaceMesh(shut, astronaut_mesh.depth), np.ones(image.shape[:2], np.float32))
+    kept = mesh_warp_swap(image, astronaut_mesh, shut_source, SETTINGS.face_mask_blur)
+    assert kept.mask[inside_mouth[1], inside_mouth[0]] == 0.0, "a shut mouth was stretched over an open one"
+    open_source = WarpSource.of(image, astronaut_mesh)
+    drawn = mesh_warp_swap(image, astronaut_mesh, open_source, SETTINGS.face_mask_blur)
+    assert drawn.mask[inside_mouth[1], inside_mouth[0]] > 0.5

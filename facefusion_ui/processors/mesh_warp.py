@@ -11,8 +11,9 @@ Steps, for one target face:
 3. the blend weight: the target's face outline (cut above the brows), feathered, times how much the
    source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
    the background beside a cheek never comes across (on turned heads they made grey and white smears
-   when the whole hull was warped as one); the eye and mouth openings are holes in the mesh, so the
-   target keeps its own eyes and mouth inside them (gaze, teeth), framed by the source's lids and lips;
+   when the whole hull was warped as one); the eye and mouth openings, which the mesh leaves empty, are
+   closed with the source's eyes and teeth unless the source is shut where the target is open
+   (``openings_to_draw``);
 4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
    two are blended with that weight, so nothing outside the face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
@@ -52,6 +53,9 @@ STD_RATIO_LIMITS = (0.6, 1.6)
 """How far colour transfer may stretch the spread of a channel: beyond, it flattens or bleaches skin."""
 FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 197, 282, 295, 327, 374, 386)
 """Brows, eyes, nose and lips: always taken from the source, whatever their colour."""
+MOUTH_INNER_POINT = 13
+"""A point of the inner lip contour (upper lip, middle): tells the inner loop from the outer one."""
+OPEN_ENOUGH = 0.5
 TRUST_RAMP = 0.06
 """Over how much of the face's size (inward from the outline) the source's trust rises from 0 to 1."""
 SKIN_SPREAD_FLOOR = np.array([8.0, 2.0, 2.0], dtype=np.float32)
@@ -94,6 +98,63 @@ def mesh_triangles() -> np.ndarray:
         for third in neighbours[first] & neighbours[second]
     }
     return np.array(sorted(triangles), dtype=np.int32)
+
+
+def edge_cycles(edges: frozenset[tuple[int, int]]) -> list[list[int]]:
+    """The closed loops (points in order) that ``edges`` form, each point having two neighbours."""
+    neighbours: dict[int, list[int]] = {}
+    for first, second in edges:
+        neighbours.setdefault(first, []).append(second)
+        neighbours.setdefault(second, []).append(first)
+    loops, seen = [], set()
+    for start in sorted(neighbours):
+        if start in seen:
+            continue
+        loop, previous, point = [start], -1, start
+        seen.add(start)
+        while True:
+            following = next(n for n in neighbours[point] if n != previous)
+            if following == start:
+                break
+            loop.append(following)
+            seen.add(following)
+            previous, point = point, following
+        loops.append(loop)
+    return loops
+
+
+@functools.cache
+def opening_fans() -> tuple[np.ndarray, ...]:
+    """Triangles (a fan over the contour) closing each opening of the mesh, which its tessellation
+    leaves empty: the two eyes and the mouth (inside the inner lips)."""
+    from mediapipe.python.solutions.face_mesh_connections import FACEMESH_LEFT_EYE, FACEMESH_LIPS, FACEMESH_RIGHT_EYE
+
+    mouth = next(loop for loop in edge_cycles(FACEMESH_LIPS) if MOUTH_INNER_POINT in loop)
+    loops = [*edge_cycles(FACEMESH_LEFT_EYE), *edge_cycles(FACEMESH_RIGHT_EYE), mouth]
+    return tuple(
+        np.array([(loop[0], loop[i], loop[i + 1]) for i in range(1, len(loop) - 1)], dtype=np.int32) for loop in loops
+    )
+
+
+def polygon_area(points: Points) -> float:
+    return float(abs(cv2.contourArea(points.astype(np.float32))))
+
+
+def openings_to_draw(target_points: Points, source_points: Points) -> list[np.ndarray]:
+    """The fans of the openings (eyes, mouth) where the source is open at least ``OPEN_ENOUGH`` as much as
+    the target, relative to each face's size: there the source's own eyes and teeth are drawn (who the
+    person is); where the source is shut and the target open, a shut eye or mouth would be stretched
+    over the opening, so the target keeps its own."""
+    target_face = polygon_area(target_points[list(FACE_OVAL)]) or 1.0
+    source_face = polygon_area(source_points[list(FACE_OVAL)]) or 1.0
+    chosen = []
+    for fan in opening_fans():
+        contour = np.concatenate([fan[:1, 0], fan[:, 1], fan[-1:, 2]])
+        target_open = polygon_area(target_points[contour]) / target_face
+        source_open = polygon_area(source_points[contour]) / source_face
+        if source_open >= OPEN_ENOUGH * target_open:
+            chosen.append(fan)
+    return chosen
 
 
 def signed_areas(corners: np.ndarray) -> np.ndarray:
@@ -252,7 +313,8 @@ def mesh_warp_swap(frame: Frame, target: FaceMesh, source: WarpSource, blur: flo
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, full_mask)
     shaped = morph_toward_source(target.points, source.mesh.points)
-    map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region)
+    triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source.mesh.points)])
+    map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region, triangles)
     warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     trust = cv2.remap(source.trust, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     # the edges of the holes (eyes, mouth, folded triangles) softened, never past the triangles drawn, and
