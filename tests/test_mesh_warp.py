@@ -17,7 +17,7 @@ from facefusion_ui.processors.mesh_warp import (
     face_outline,
     mesh_triangles,
     mesh_warp_swap,
-    opening_fans,
+    opening_contours,
     openings_to_draw,
     render_maps,
     source_trust,
@@ -119,10 +119,10 @@ def test_nothing_outside_the_source_face_reaches_the_target(
 def test_openings_take_the_source_eyes_and_teeth_only_where_it_is_open(astronaut_mesh: FaceMesh) -> None:
     """The mesh leaves the eyes and the mouth open; they are closed with the source's own eyes and
     teeth, except where the source is shut and the target open: there the target keeps its own."""
-    fans = opening_fans()
-    assert [len(fan) for fan in fans] == [14, 14, 18]  # two 16-point eye contours, the 20-point inner lips
-    assert len(openings_to_draw(astronaut_mesh.points, astronaut_mesh.points)) == 3
-    mouth = np.unique(fans[2])
+    contours = opening_contours()
+    assert [len(contour) for contour in contours] == [16, 16, 20]  # the two eyes, the inner lips
+    assert [len(fan) for fan in openings_to_draw(astronaut_mesh.points, astronaut_mesh.points)] == [14, 14, 18]
+    mouth = contours[2]
     shut = astronaut_mesh.points.copy()
     shut[mouth] = shut[mouth].mean(axis=0)  # the same face with its lips pressed together
     assert [len(fan) for fan in openings_to_draw(astronaut_mesh.points, shut)] == [14, 14]

@@ -56,6 +56,8 @@ FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 19
 MOUTH_INNER_POINT = 13
 """A point of the inner lip contour (upper lip, middle): tells the inner loop from the outer one."""
 OPEN_ENOUGH = 0.5
+"""An opening (eye, mouth) gets the source's when the source's is at least this open, relative to the
+target's (each measured against its face's size)."""
 TRUST_RAMP = 0.06
 """Over how much of the face's size (inward from the outline) the source's trust rises from 0 to 1."""
 SKIN_SPREAD_FLOOR = np.array([8.0, 2.0, 2.0], dtype=np.float32)
@@ -124,16 +126,19 @@ def edge_cycles(edges: frozenset[tuple[int, int]]) -> list[list[int]]:
 
 
 @functools.cache
-def opening_fans() -> tuple[np.ndarray, ...]:
-    """Triangles (a fan over the contour) closing each opening of the mesh, which its tessellation
-    leaves empty: the two eyes and the mouth (inside the inner lips)."""
+def opening_contours() -> tuple[np.ndarray, ...]:
+    """The contours (points in order) of the mesh's openings, which its tessellation leaves empty: the
+    two eyes and the mouth (the inner lips)."""
     from mediapipe.python.solutions.face_mesh_connections import FACEMESH_LEFT_EYE, FACEMESH_LIPS, FACEMESH_RIGHT_EYE
 
     mouth = next(loop for loop in edge_cycles(FACEMESH_LIPS) if MOUTH_INNER_POINT in loop)
     loops = [*edge_cycles(FACEMESH_LEFT_EYE), *edge_cycles(FACEMESH_RIGHT_EYE), mouth]
-    return tuple(
-        np.array([(loop[0], loop[i], loop[i + 1]) for i in range(1, len(loop) - 1)], dtype=np.int32) for loop in loops
-    )
+    return tuple(np.array(loop, dtype=np.int32) for loop in loops)
+
+
+def fan(contour: np.ndarray) -> np.ndarray:
+    """Triangles closing a contour, all from its first point (the openings are near convex)."""
+    return np.stack([np.full(len(contour) - 2, contour[0]), contour[1:-1], contour[2:]], axis=1).astype(np.int32)
 
 
 def polygon_area(points: Points) -> float:
@@ -148,12 +153,11 @@ def openings_to_draw(target_points: Points, source_points: Points) -> list[np.nd
     target_face = polygon_area(target_points[list(FACE_OVAL)]) or 1.0
     source_face = polygon_area(source_points[list(FACE_OVAL)]) or 1.0
     chosen = []
-    for fan in opening_fans():
-        contour = np.concatenate([fan[:1, 0], fan[:, 1], fan[-1:, 2]])
+    for contour in opening_contours():
         target_open = polygon_area(target_points[contour]) / target_face
         source_open = polygon_area(source_points[contour]) / source_face
         if source_open >= OPEN_ENOUGH * target_open:
-            chosen.append(fan)
+            chosen.append(fan(contour))
     return chosen
 
 
@@ -317,8 +321,8 @@ def mesh_warp_swap(frame: Frame, target: FaceMesh, source: WarpSource, blur: flo
     map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region, triangles)
     warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     trust = cv2.remap(source.trust, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
-    # the edges of the holes (eyes, mouth, folded triangles) softened, never past the triangles drawn, and
-    # nothing where the source pixel read is not its face
+    # the edges of what is not drawn (folded triangles, openings left to the target) softened without
+    # reaching past the triangles drawn, and nothing where the source pixel read is not its face
     kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
     drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
     weight = np.asarray(drawn * trust, dtype=np.float32)

@@ -89,9 +89,9 @@ class Manifest:
         self.chunks = chunks
         self.done: dict[int, dict[str, Any]] = {}
         self.discarded_reason: str | None = None
-        self.schedule: dict[str, Any] | None = None
+        self.saved_state: dict[str, Any] | None = None
         """The pipeline's state (detection schedule, identities) after the last finished chunk:
-        ``{"after_chunk": i, "state": ...}``."""
+        ``{"after_chunk": i, "state": ...}`` (the file's key is "schedule", as when it held only that)."""
 
     @classmethod
     def open(cls, work_dir: Path, key: str, chunks: list[Chunk]) -> Manifest:
@@ -121,7 +121,7 @@ class Manifest:
             segment = work_dir / entry["file"]
             if segment.exists() and segment.stat().st_size == entry.get("bytes"):
                 manifest.done[int(index)] = entry
-        manifest.schedule = data.get("schedule")
+        manifest.saved_state = data.get("schedule")
         return manifest
 
     def is_done(self, chunk: Chunk) -> bool:
@@ -133,14 +133,15 @@ class Manifest:
         self.done[chunk.index] = {
             "file": chunk.segment_name, "frames": frames, "bytes": segment.stat().st_size, "seconds": round(seconds, 3),
         }  # fmt: skip
-        self.schedule = {"after_chunk": chunk.index, "state": state} if state is not None else None
+        self.saved_state = {"after_chunk": chunk.index, "state": state} if state is not None else None
         self.save()
 
     def state_after(self, index: int) -> dict[str, Any] | None:
         """The pipeline's state saved after chunk ``index``, None when that is not the one saved."""
-        if self.schedule is None or self.schedule.get("after_chunk") != index or index not in self.done:
+        saved = self.saved_state
+        if saved is None or saved.get("after_chunk") != index or index not in self.done:
             return None
-        state = self.schedule.get("state")
+        state = saved.get("state")
         return state if isinstance(state, dict) else None
 
     def save(self) -> None:
@@ -149,7 +150,7 @@ class Manifest:
             "fingerprint": self.key,
             "chunks_total": len(self.chunks),
             "done": {str(index): entry for index, entry in sorted(self.done.items())},
-            "schedule": self.schedule,
+            "schedule": self.saved_state,
         }
         temporary = self.work_dir / (MANIFEST + ".tmp")
         temporary.write_text(json.dumps(data, indent=1), encoding="utf-8")
