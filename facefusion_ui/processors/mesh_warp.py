@@ -179,26 +179,28 @@ def render_maps(
     source = source_points.astype(np.float64)[triangles]
     target_area, source_area = signed_areas(target), signed_areas(source)
     drawn = (np.sign(target_area) == np.sign(source_area)) & (np.abs(target_area) > 1e-3)
-    # per triangle, the affine map from target to source pixels: [x, y, 1] @ affine = source (x, y)
+    # per triangle, the affine map from target to source pixels: [x, y, 1] @ affine = source (x, y); one
+    # more row, for pixels no triangle covers, reads (-1, -1)
     corners = np.concatenate([target, np.ones((len(triangles), 3, 1))], axis=2)
-    affine = np.zeros((len(triangles), 3, 2))
-    affine[drawn] = np.linalg.solve(corners[drawn], source[drawn])
-    owner = np.full((y2 - y1, x2 - x1), -1, dtype=np.int32)
-    subpixel = 16  # fillConvexPoly's fixed point: corners to 1/16 pixel
-    origin = np.array([x1, y1], dtype=np.float64)
-    for index in np.argsort(-target_depth[triangles].mean(axis=1), kind="stable"):  # farthest first
-        if drawn[index]:
-            polygon = np.round((target[index] - origin) * subpixel).astype(np.int32)
-            cv2.fillConvexPoly(owner, polygon, int(index), lineType=cv2.LINE_8, shift=4)
-    covered = owner >= 0
-    ys, xs = np.nonzero(covered)
-    pixels = np.stack([xs + x1, ys + y1, np.ones(len(xs))], axis=1)
-    read = np.einsum("ni,nij->nj", pixels, affine[owner[covered]])
-    map_x = np.full(owner.shape, -1.0, dtype=np.float32)
-    map_y = np.full(owner.shape, -1.0, dtype=np.float32)
-    map_x[covered] = read[:, 0]
-    map_y[covered] = read[:, 1]
-    return map_x, map_y, covered
+    affine = np.zeros((len(triangles) + 1, 3, 2))
+    affine[:-1][drawn] = np.linalg.solve(corners[drawn], source[drawn])
+    affine[-1, 2] = -1.0
+    owner = np.full((y2 - y1, x2 - x1), len(triangles), dtype=np.int32)
+    # fillConvexPoly's fixed point: corners to 1/16 pixel (shift 4)
+    polygons = np.round((target - np.array([x1, y1], dtype=np.float64)) * 16).astype(np.int32)
+    farthest_first = np.argsort(-target_depth[triangles].mean(axis=1), kind="stable")
+    for index in farthest_first[drawn[farthest_first]].tolist():
+        cv2.fillConvexPoly(owner, polygons[index], index, lineType=cv2.LINE_8, shift=4)
+    xs = np.arange(x1, x2, dtype=np.float32)[None, :]
+    ys = np.arange(y1, y2, dtype=np.float32)[:, None]
+    coefficients = affine.astype(np.float32)
+    maps = [
+        np.take(np.ascontiguousarray(coefficients[:, 0, axis]), owner) * xs
+        + np.take(np.ascontiguousarray(coefficients[:, 1, axis]), owner) * ys
+        + np.take(np.ascontiguousarray(coefficients[:, 2, axis]), owner)
+        for axis in (0, 1)
+    ]
+    return maps[0], maps[1], owner < len(triangles)
 
 
 def face_outline(points: Points) -> Points:
@@ -233,16 +235,16 @@ def oval_mask(target_points: Points, region: tuple[int, int, int, int], blur: fl
 
 def transfer_colour(warped: Frame, target: Frame, weight: Mask) -> Frame:
     """Reinhard colour transfer in LAB, statistics taken where ``weight`` is high (the inner face)."""
-    inner = weight > 0.5
-    if inner.sum() < 16:
+    inner = np.asarray(weight > 0.5, dtype=np.uint8)
+    if cv2.countNonZero(inner) < 16:
         return warped
-    source_lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB).astype(np.float32)
-    target_lab = cv2.cvtColor(target, cv2.COLOR_BGR2LAB).astype(np.float32)
-    s_mean, s_std = source_lab[inner].mean(axis=0), source_lab[inner].std(axis=0) + 1e-3
-    t_mean, t_std = target_lab[inner].mean(axis=0), target_lab[inner].std(axis=0) + 1e-3
-    ratio = np.clip(t_std / s_std, *STD_RATIO_LIMITS)
-    moved = (source_lab - s_mean) * ratio + t_mean
-    return np.asarray(cv2.cvtColor(np.clip(moved, 0, 255).astype(np.uint8), cv2.COLOR_LAB2BGR), dtype=np.uint8)
+    source_lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
+    s_mean, s_std = (value.ravel() for value in cv2.meanStdDev(source_lab, mask=inner))
+    t_mean, t_std = (value.ravel() for value in cv2.meanStdDev(cv2.cvtColor(target, cv2.COLOR_BGR2LAB), mask=inner))
+    ratio = np.clip(t_std / (s_std + 1e-3), *STD_RATIO_LIMITS)
+    # each channel moved as (value - s_mean) * ratio + t_mean, rounded and saturated to 0..255
+    moved = cv2.transform(source_lab, np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]]))
+    return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
 
 
 def morph_toward_source(target_mesh: Points, source_mesh: Points, weight: float = SHAPE_WEIGHT) -> Points:
