@@ -22,6 +22,7 @@ from tests.support import media, videos
 
 LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_preset="ultrafast", output_video_quality=100)
 APPEARS_AT = 7
+JOINS_AT = 7
 
 
 def box(x: float, y: float, size: float) -> np.ndarray:
@@ -84,9 +85,20 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         videos.paste(canvas, head, x, 140)
         return canvas
 
+    first, second = (cv2.resize(face, (96, 96)) for face in videos.t1_pair())
+
+    def joining(index: int) -> np.ndarray:
+        """A face that sways a little (a talking head), joined by a second one from frame JOINS_AT."""
+        canvas: np.ndarray = scene.copy()
+        videos.paste(canvas, first, 80 + index % 3, 120 + index % 2)
+        if index >= JOINS_AT:
+            videos.paste(canvas, second, 470, 150)
+        return canvas
+
     return {
         "face": face,
         "still": videos.write_video(folder / "still.mp4", lambda _: scene, 20),
+        "joining": videos.write_video(folder / "joining.mp4", joining, 20),
         "entering": videos.write_video(folder / "entering.mp4", entering, 30),
         "blank": videos.write_video(folder / "blank.mp4", empty, 20),
         "appearing": videos.write_video(folder / "appearing.mp4", appearing, 20),
@@ -181,3 +193,23 @@ def test_detectors_with_a_fixed_input_size_probe_changes_in_the_whole_frame(
     still = run(clips, shared_runtime, "still", tmp_path / "still.mp4", interval=5, detector="mediapipe_blazeface")
     assert moving["face_detection"]["areas"] == 0 and moving["face_detection"]["full"] == 1 + 3
     assert still["face_detection"]["unchanged"] == 3 and still["face_detection"]["full"] == 1
+
+
+def test_a_second_face_joining_is_found_from_its_first_frame(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """With a face followed, the probe at the group's end finds a second face that joined mid-group, so
+    the whole group is detected in full and the new face is swapped from its first frame, as with a
+    full-frame detection on every frame."""
+    every, grouped = tmp_path / "every.mp4", tmp_path / "grouped.mp4"
+    each_frame = run(clips, shared_runtime, "joining", every, interval=1)
+    in_groups = run(clips, shared_runtime, "joining", grouped, interval=5)
+    assert each_frame["faces_swapped"] == in_groups["faces_swapped"] == 20 + (20 - JOINS_AT)
+    detection = in_groups["face_detection"]
+    assert detection["tracked"] >= 4 and detection["full"] >= 1 + (10 - 5), detection  # frames 6-10 in full
+    source = raw_frames(clips["joining"], 640, 360)
+    result = raw_frames(grouped, 640, 360)
+    second = (slice(150, 246), slice(470, 566))
+    before, at = source[JOINS_AT - 1][second], result[JOINS_AT][second]
+    assert np.array_equal(result[JOINS_AT - 1][second], before)  # nobody there yet: untouched
+    assert np.abs(at.astype(int) - source[JOINS_AT][second]).mean() > 1.0  # the swap shows at once
