@@ -1,0 +1,106 @@
+"""What swapping costs on a video with a face in every frame, next to a plain transcode of the same clip.
+
+The clip: 720p, 10 s at 30 fps, Grace Hopper's head drifting and growing (``tests/support/videos``), with
+the embedded default stack (HOG, dlib landmarks, mediapipe mesh, ``mesh_warp``). Printed: our wall time
+and fps against ``ffmpeg -i clip -c:v libx264 -preset veryfast`` (shortest of ``--repeat`` runs each,
+interleaved), and the embedded swapper's own time per face on one frame of the clip.
+
+Run: ``.venv/bin/python benchmarks/face_video.py [--seconds 10] [--repeat 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import cv2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from facefusion_ui.core import process
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
+from facefusion_ui.state_manager import StateManager
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from tests.support import media, videos
+
+SAME_AS_X264_DEFAULT = 55
+"""output_video_quality 55 is CRF 23, what the plain transcode gets from x264 by default."""
+
+
+def swap_ms_per_face(runtime: ModelRuntime, clip: Path) -> tuple[float, float]:
+    """Median time of ``mesh_warp_swap`` on the face of the clip's middle frame, and that face's width."""
+    settings = StateManager().snapshot()
+    analyser = FaceAnalyser(runtime)
+    source_image = media.astronaut()
+    source = analyser.analyse(source_image, settings, embeddings=False, mesh=True)[0]
+    frames = videos.decode_all(clip)
+    target = analyser.analyse(frames[len(frames) // 2], settings, embeddings=False, mesh=True)[0]
+    assert source.mesh is not None and target.mesh is not None
+    warp_source = WarpSource.of(source_image, source.mesh)
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        mesh_warp_swap(frames[len(frames) // 2], target.mesh, warp_source, settings.face_mask_blur)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times), target.width
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ffui-face-video-"))
+    fps, frames = 30, args.seconds * 30
+    face = work / "face.png"
+    cv2.imwrite(str(face), media.astronaut())
+    clip = videos.write_video(work / "clip.mp4", videos.moving_face(1280, 720, frames), frames, fps=Fraction(fps))
+    ffmpeg = resolve_ffmpeg().path
+    state = StateManager()
+    state.apply_preset("balanced")
+    state.update({"output_video_quality": SAME_AS_X264_DEFAULT})
+    settings = state.snapshot()
+    runtime = ModelRuntime.create(settings)
+    warm = videos.write_video(work / "warm.mp4", videos.moving_face(320, 240, fps), fps, fps=Fraction(fps))
+    process(settings, [face], warm, work / "warm_out.mp4", runtime=runtime, work_dir=work / "warm_work")
+
+    def plain() -> None:
+        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264", "-preset", "veryfast",
+                        "-y", str(work / "plain.mp4")], check=True)  # fmt: skip
+
+    summaries = []
+
+    def ours() -> None:
+        shutil.rmtree(work / "work", ignore_errors=True)
+        result = process(settings, [face], clip, work / "ours.mp4", runtime=runtime, work_dir=work / "work")
+        summaries.append(result.stats)
+
+    times: dict[str, list[float]] = {"plain": [], "ours": []}
+    for _ in range(args.repeat):
+        for name, action in (("plain", plain), ("ours", ours)):
+            start = time.perf_counter()
+            action()
+            times[name].append(time.perf_counter() - start)
+    base, swapped = min(times["plain"]), min(times["ours"])
+    stats = summaries[-1]
+    print(f"clip: 1280x720, {frames} frames, one face in every frame; ffmpeg {ffmpeg}")
+    print(f"  plain transcode            {base:5.1f} s")
+    ratio, rate = swapped / base, frames / swapped
+    print(f"  ours (swap every face)     {swapped:5.1f} s  {ratio:4.1f} x the transcode, {rate:5.1f} fps")
+    print(f"  faces swapped {stats['faces_swapped']}, face detection {stats['face_detection']}")
+    milliseconds, width = swap_ms_per_face(runtime, clip)
+    print(f"  embedded swapper alone: {milliseconds:.1f} ms per face ({width:.0f} px wide), median of 20")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
