@@ -169,12 +169,11 @@ def signed_areas(corners: np.ndarray) -> np.ndarray:
 
 def render_maps(
     target_points: Points, target_depth: Points, source_points: Points, region: tuple[int, int, int, int],
-    triangles: np.ndarray | None = None,
+    triangles: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """For each pixel of ``region`` in the target: where to read the source, and whether a triangle covers
-    it. ``triangles``: point indices, the mesh's own by default."""
+    """For each pixel of ``region`` in the target: where to read the source, and whether one of
+    ``triangles`` (point indices) covers it."""
     x1, y1, x2, y2 = region
-    triangles = mesh_triangles() if triangles is None else triangles
     target = target_points.astype(np.float64)[triangles]
     source = source_points.astype(np.float64)[triangles]
     target_area, source_area = signed_areas(target), signed_areas(source)
