@@ -134,3 +134,13 @@ def test_openings_take_the_source_eyes_and_teeth_only_where_it_is_open(astronaut
     open_source = WarpSource.of(image, astronaut_mesh)
     drawn = mesh_warp_swap(image, astronaut_mesh, open_source, SETTINGS.face_mask_blur)
     assert drawn.mask[inside_mouth[1], inside_mouth[0]] > 0.5
+
+
+def test_a_face_cut_by_the_photo_edge_is_trusted_only_inside_the_photo(astronaut_mesh: FaceMesh) -> None:
+    """What lies beyond the photo is unknown: trust falls to 0 at its edge as at the face's outline."""
+    middle = int(astronaut_mesh.points[:, 0].mean())
+    half = np.ascontiguousarray(media.astronaut()[:, middle:])
+    points = (astronaut_mesh.points - np.array([middle, 0], dtype=np.float32)).astype(np.float32)
+    trust = source_trust(half, points)
+    assert trust[:, 0].max() == 0.0 and trust[:, 1].max() < 0.5
+    assert trust.max() == pytest.approx(1.0)

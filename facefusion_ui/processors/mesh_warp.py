@@ -261,11 +261,15 @@ def morph_toward_source(target_mesh: Points, source_mesh: Points, weight: float 
 
 
 def inside_outline(points: Points, shape: tuple[int, ...], ramp: float) -> Mask:
-    """1 deep inside the face outline, falling to 0 over ``ramp`` pixels before its edge, 0 outside: a
-    bilinear read where it is above 0 never touches a pixel outside the outline."""
-    filled = np.zeros(shape[:2], dtype=np.uint8)
-    cv2.fillConvexPoly(filled, cv2.convexHull(face_outline(points)).astype(np.int32), 1)
-    depth_inside = cv2.distanceTransform(filled, cv2.DIST_L2, 3)
+    """1 deep inside the face outline, falling to 0 over ``ramp`` pixels before its edge (or the image's,
+    where the face runs out of the photo), 0 outside: a bilinear read where it is above 0 never touches a
+    pixel outside the outline or the photo."""
+    height, width = shape[:2]
+    filled = np.zeros((height + 2, width + 2), dtype=np.uint8)  # a border of "outside" round the image
+    cv2.fillConvexPoly(filled, cv2.convexHull(face_outline(points) + 1).astype(np.int32), 1)
+    filled[[0, -1], :] = 0
+    filled[:, [0, -1]] = 0
+    depth_inside = cv2.distanceTransform(filled, cv2.DIST_L2, 3)[1:-1, 1:-1]
     return np.asarray(np.clip((depth_inside - 1.5) / max(ramp, 1.0), 0.0, 1.0), dtype=np.float32)
 
 
