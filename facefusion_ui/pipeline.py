@@ -92,7 +92,7 @@ class FramePipeline:
         self.followed: list[Points] | None = None
         """Face boxes of the last frame analysed in a video (None: not known, e.g. at a chunk's start)."""
         self.stretch = 1
-        """Groups span this many intervals: doubled by each group skipped, back to 1 at the first face."""
+        """Groups span this many intervals: doubled by each group skipped or tracked, back to 1 at a new face."""
         self.faceless = FacelessFrame()
         """The last frame a full-frame detection found no face in: probes search only what changed since."""
         self.first_frame = 0
@@ -193,7 +193,8 @@ class FramePipeline:
             self.followed = []
             self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
             return results + [NO_FACES] * rest
-        self.stretch = 1
+        # the same faces go on: the next group may be longer; a face that appeared: back to the interval
+        self.stretch = min(self.stretch * 2, STRETCH_GROWTH) if plan == "track" else 1
         for position in range(first, len(images) - 1):
             around = self.followed if plan == "track" else None
             results.append(self.analyse_followed(images[position], indices[position], timestamps[position], around))

@@ -11,10 +11,10 @@ compared with the faces of the frame just before the group:
 - a face appeared: every frame of the group gets a full-frame detection, so a face that came in
   mid-group is found from its first frame.
 
-In a stretch without faces the groups grow: each skipped group doubles the next one, up to
-``STRETCH_GROWTH`` times the interval, and the first face found brings them back to the interval. A face
-that comes and goes entirely between two probes (visible for fewer frames than the group) is not seen;
-interval 1 detects on every frame.
+While nothing new shows up the groups grow: each group skipped (no face) or tracked (the same faces)
+doubles the next one, up to ``STRETCH_GROWTH`` times the interval, and a face that appears brings them
+back to the interval. A face that comes and goes entirely between two probes (visible for fewer frames
+than the group) is not seen; interval 1 detects on every frame.
 
 Chunking must not change the result, so the schedule does not see chunks: groups never cross a multiple
 of ``largest_group`` frames from the job's first frame, chunks are cut on those multiples
@@ -41,7 +41,7 @@ FOLLOW_DISTANCE = 1.0
 spans several frames of motion)."""
 FOLLOW_SIZE_RATIO = 2.0
 STRETCH_GROWTH = 4
-"""How many intervals a group may span in a stretch without faces."""
+"""How many intervals a group may span while nothing new shows up."""
 ROI_MARGIN = 0.75
 """The crop searched around a followed face: its box grown by this many box sizes on each side."""
 
