@@ -12,6 +12,7 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face, face_distance
+from facefusion_ui.faces.landmarker import dlib_landmarks
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
@@ -114,7 +115,7 @@ def test_each_person_is_the_same_as_their_altered_self(
     rgb = np.ascontiguousarray(altered[:, :, ::-1])
     threshold = analyser.recognizer_scale(SETTINGS).threshold
     for face in t1_faces:
-        found = analyser.complete(altered, rgb, Detection(moved_box(face, matrix), 1.0), SETTINGS, False)
+        found = analyser.complete(altered, Detection(moved_box(face, matrix), 1.0), SETTINGS, False)
         assert found is not None
         altered_face = analyser.embed(altered, rgb, found, SETTINGS)
         distance = face_distance(face, altered_face, "euclidean")
@@ -246,3 +247,16 @@ def test_search_around_a_followed_face_finds_it_again(shared_runtime: ModelRunti
         assert around, f"{detector} lost the face at {detection.bbox}"
         assert max(box_iou(found.bbox, detection.bbox) for found in around) > 0.6
     assert analyser.detect_around(frame, [np.array([0, 0, 40, 40], dtype=np.float32)], settings) == []
+
+
+def test_dlib_landmarks_are_the_same_on_bgr_and_rgb(shared_runtime: ModelRuntime, t1_faces: list[Face]) -> None:
+    """The analyser gives dlib the BGR frame as it is (no RGB copy of every video frame): its shape
+    predictors read a pixel as the mean of its channels, so the points are identical."""
+    image = media.t1()
+    rgb = np.ascontiguousarray(image[:, :, ::-1])
+    for model in ("dlib_68", "dlib_5"):
+        with shared_runtime.using(model) as predictor:
+            for face in t1_faces:
+                assert np.array_equal(
+                    dlib_landmarks(image, predictor, face.bbox), dlib_landmarks(rgb, predictor, face.bbox)
+                )

@@ -138,28 +138,26 @@ class FaceAnalyser:
             raise UsageError("a frame must be a colour image (height x width x 3)")
         if detections is None:
             detections = self.detect(frame, settings)
-        rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])
-        completed = [self.complete(frame, rgb, detection, settings, mesh) for detection in detections]
+        completed = [self.complete(frame, detection, settings, mesh) for detection in detections]
         faces = [face for face in completed if face is not None]
-        if embeddings:
+        if embeddings and faces:
+            rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])  # the dlib recognizer reads colours
             faces = [self.embed(frame, rgb, face, settings) for face in faces]
         self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
         return sorted(faces, key=lambda face: -face.area)
 
-    def complete(
-        self, frame: Frame, rgb: Frame, detection: Detection, settings: Settings, want_mesh: bool
-    ) -> Face | None:
+    def complete(self, frame: Frame, detection: Detection, settings: Settings, want_mesh: bool) -> Face | None:
         landmarks_68 = None
         mesh_points = None
         kps = detection.kps
         landmarker = settings.face_landmarker_model
         if landmarker == "dlib_68":
             with self.runtime.using("dlib_68") as predictor:
-                landmarks_68 = dlib_landmarks(rgb, predictor, detection.bbox)
+                landmarks_68 = dlib_landmarks(frame, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:
-                points = dlib_landmarks(rgb, predictor, detection.bbox)
+                points = dlib_landmarks(frame, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_dlib_5(points)
         if landmarker == "mediapipe_face_mesh" or want_mesh:
             mesh_points = self.mesh(frame, detection)

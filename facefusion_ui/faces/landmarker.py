@@ -33,8 +33,10 @@ def dlib_rectangle(bbox: Points) -> Any:
     return dlib.rectangle(int(bbox[0]), int(bbox[1]), int(bbox[2]), int(bbox[3]))
 
 
-def dlib_landmarks(rgb: Frame, predictor: Any, bbox: Points) -> Points:
-    shape = predictor(rgb, dlib_rectangle(bbox))
+def dlib_landmarks(image: Frame, predictor: Any, bbox: Points) -> Points:
+    """dlib's 68 or 5 points in ``image``, BGR or RGB alike: its shape predictors read a pixel as the mean
+    of its three channels, so the order does not matter (and a video frame needs no RGB copy)."""
+    shape = predictor(image, dlib_rectangle(bbox))
     return np.array([[p.x, p.y] for p in shape.parts()], dtype=np.float32)
 
 
