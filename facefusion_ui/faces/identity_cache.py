@@ -7,7 +7,6 @@ least recently seen identity is evicted) and ``lifetime`` (an identity not seen 
 
 from __future__ import annotations
 
-import base64
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.faces.face import embedding_distance
+from facefusion_ui.json_arrays import array_from_json, array_to_json
 from facefusion_ui.types import DistanceMetric, Embedding
 
 
@@ -27,16 +27,6 @@ class Identity:
     yaw: float
     pitch: float
     hits: int = 0
-
-
-def vector_to_json(vector: np.ndarray) -> str:
-    """A float32 vector as base64 of its bytes: exact, and a quarter the size of a list of numbers."""
-    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
-
-
-def vector_from_json(text: str) -> np.ndarray:
-    vector: np.ndarray = np.frombuffer(base64.b64decode(text), dtype=np.float32).copy()
-    return vector
 
 
 @dataclass
@@ -134,7 +124,7 @@ class IdentityCache:
     def to_json(self) -> dict[str, Any]:
         """The identities, least recently seen first, and the next id (not the stats): for a resume."""
         entries = [
-            {"id": e.id, "embedding": vector_to_json(e.embedding), "last_seen": e.last_seen, "yaw": e.yaw,
+            {"id": e.id, "embedding": array_to_json(e.embedding, np.float32), "last_seen": e.last_seen, "yaw": e.yaw,
              "pitch": e.pitch, "hits": e.hits}
             for e in self._entries.values()
         ]  # fmt: skip
@@ -144,7 +134,8 @@ class IdentityCache:
         """Back to what ``to_json`` saved (the limit still applies)."""
         self._entries.clear()
         for entry in data.get("entries", [])[-self.limit :]:
-            identity = Identity(int(entry["id"]), vector_from_json(entry["embedding"]), float(entry["last_seen"]),
-                                float(entry["yaw"]), float(entry["pitch"]), int(entry.get("hits", 0)))  # fmt: skip
+            embedding = array_from_json(entry["embedding"], np.float32)
+            identity = Identity(int(entry["id"]), embedding, float(entry["last_seen"]), float(entry["yaw"]),
+                                float(entry["pitch"]), int(entry.get("hits", 0)))  # fmt: skip
             self._entries[identity.id] = identity
         self._next_id = int(data.get("next_id", max(self._entries, default=0) + 1))

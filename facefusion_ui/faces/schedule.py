@@ -25,13 +25,13 @@ interrupted one was.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from facefusion_ui.json_arrays import array_from_json, array_to_json
 from facefusion_ui.types import Points
 
 GroupPlan = Literal["skip", "track", "full"]
@@ -94,10 +94,7 @@ class ScheduleState:
     """The cells of the last frame a full-frame detection found empty (``change_gate.py``)."""
 
     def to_json(self) -> dict[str, Any]:
-        cells = None
-        if self.faceless is not None:
-            raw = np.asarray(self.faceless, dtype=np.uint8).tobytes()
-            cells = {"shape": list(self.faceless.shape), "data": base64.b64encode(raw).decode("ascii")}
+        cells = array_to_json(self.faceless, np.uint8) if self.faceless is not None else None
         followed = None if self.followed is None else [list(box) for box in self.followed]
         return {"followed": followed, "stretch": self.stretch, "faceless": cells}
 
@@ -105,10 +102,7 @@ class ScheduleState:
     def from_json(cls, data: dict[str, Any]) -> ScheduleState:
         followed = data.get("followed")
         cells = data.get("faceless")
-        faceless = None
-        if cells is not None:
-            raw = np.frombuffer(base64.b64decode(cells["data"]), dtype=np.uint8)
-            faceless = raw.reshape([int(side) for side in cells["shape"]]).astype(np.int16)
+        faceless = array_from_json(cells, np.uint8).astype(np.int16) if cells is not None else None
         boxes = None if followed is None else tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in followed)
         return cls(boxes, int(data.get("stretch", 1)), faceless)
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.faces.face import Face, box_iou
-from facefusion_ui.faces.identity_cache import Identity, IdentityCache, vector_from_json, vector_to_json
+from facefusion_ui.faces.identity_cache import Identity, IdentityCache
+from facefusion_ui.json_arrays import array_from_json, array_to_json
 from facefusion_ui.types import Embedding
 
 MIN_IOU = 0.45
@@ -64,8 +65,9 @@ class IdentityTracker:
         """The cache and the faces being tracked (what matching a next frame's faces reads of them)."""
         tracks = [
             {"identity_id": t.identity_id, "frame_index": t.frame_index, "since_verified": t.since_verified,
-             "bbox": vector_to_json(t.face.bbox), "kps": vector_to_json(t.face.kps), "score": t.face.score,
-             "detector": t.face.detector, "yaw": t.face.yaw, "pitch": t.face.pitch, "recognizer": t.face.recognizer}
+             "bbox": array_to_json(t.face.bbox, np.float32), "kps": array_to_json(t.face.kps, np.float32),
+             "score": t.face.score, "detector": t.face.detector, "yaw": t.face.yaw, "pitch": t.face.pitch,
+             "recognizer": t.face.recognizer}
             for t in self.tracks
         ]  # fmt: skip
         return {"cache": self.cache.to_json(), "tracks": tracks}
@@ -78,8 +80,8 @@ class IdentityTracker:
             identity = self.cache.get(int(entry["identity_id"]))
             if identity is None:
                 continue
-            face = Face(vector_from_json(entry["bbox"]), float(entry["score"]),
-                        vector_from_json(entry["kps"]).reshape(-1, 2), str(entry["detector"]),
+            face = Face(array_from_json(entry["bbox"], np.float32), float(entry["score"]),
+                        array_from_json(entry["kps"], np.float32), str(entry["detector"]),
                         embedding=identity.embedding, recognizer=entry.get("recognizer"),
                         yaw=float(entry["yaw"]), pitch=float(entry["pitch"]))  # fmt: skip
             self.tracks.append(Track(identity.id, face, int(entry["frame_index"]), int(entry["since_verified"])))
