@@ -38,8 +38,22 @@ def main() -> None:
     env = {**os.environ, "FACEFUSION_UI_HOME": str(work / "home-separate")}
     started = time.perf_counter()
     for index, clip in enumerate(clips):
-        subprocess.run([sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o",
-                        str(work / f"separate{index}.mp4")], check=True, env=env, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "run.py"),
+                "process",
+                "-s",
+                str(face),
+                "-t",
+                str(clip),
+                "-o",
+                str(work / f"separate{index}.mp4"),
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
     separate = time.perf_counter() - started
 
     state = StateManager()
@@ -49,8 +63,9 @@ def main() -> None:
     store = JobStore(work / "home-batch" / "jobs.db")
     store.add_many([make_payload([face], clip, work / f"batch{i}.mp4", settings) for i, clip in enumerate(clips)])
     runtime = ModelRuntime.create(settings)
-    worker = Worker(store, runtime, WorkerOptions(concurrency=settings.max_concurrent_jobs, until_empty=True,
-                                                  poll_s=0.05))  # fmt: skip
+    worker = Worker(
+        store, runtime, WorkerOptions(concurrency=settings.max_concurrent_jobs, until_empty=True, poll_s=0.05)
+    )
     worker.run()
     batch = time.perf_counter() - started
     assert store.counts() == {"completed": JOBS}, store.counts()

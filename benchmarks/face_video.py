@@ -74,8 +74,22 @@ def main() -> None:
     process(settings, [face], warm, work / "warm_out.mp4", runtime=runtime, work_dir=work / "warm_work")
 
     def plain() -> None:
-        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264", "-preset", "veryfast",
-                        "-y", str(work / "plain.mp4")], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                ffmpeg,
+                "-loglevel",
+                "error",
+                "-i",
+                str(clip),
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-y",
+                str(work / "plain.mp4"),
+            ],
+            check=True,
+        )
 
     summaries = []
 

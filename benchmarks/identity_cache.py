@@ -44,8 +44,10 @@ def main() -> None:
         seconds = time.perf_counter() - started
         summary = pipeline.summary()
         results[label] = seconds
-        print(f"{label:9s}: {seconds:6.1f} s for {count} frames, faces {summary['faces_detected']}, "
-              f"recognizer calls {summary['recognizer_calls']}, cache {summary['identity_cache']}")  # fmt: skip
+        print(
+            f"{label:9s}: {seconds:6.1f} s for {count} frames, faces {summary['faces_detected']}, "
+            f"recognizer calls {summary['recognizer_calls']}, cache {summary['identity_cache']}"
+        )
     print(f"wall time cache on / off = {results['cache on'] / results['cache off']:.2f}")
 
 

@@ -31,8 +31,24 @@ def looped(source: Path, minutes: int, work: Path) -> Path:
     listing = work / f"loop{minutes}.txt"
     listing.write_text("".join(f"file '{source}'\n" for _ in range(minutes)))
     output = work / f"clip_{minutes}min.mp4"
-    subprocess.run([resolve_ffmpeg().path, "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing),
-                    "-c", "copy", "-y", str(output)], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            resolve_ffmpeg().path,
+            "-loglevel",
+            "error",
+            "-f",
+            "concat",
+            "-safe",
+            "0",
+            "-i",
+            str(listing),
+            "-c",
+            "copy",
+            "-y",
+            str(output),
+        ],
+        check=True,
+    )
     return output
 
 
@@ -49,15 +65,33 @@ def main() -> None:
     for minutes in args.minutes:
         clip = looped(minute, minutes, work)
         completed = subprocess.run(
-            [sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o",
-             str(work / f"out_{minutes}.mp4"), "--preset", "balanced", "--face-detector-model", args.detector,
-             "--json"], capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                str(ROOT / "run.py"),
+                "process",
+                "-s",
+                str(face),
+                "-t",
+                str(clip),
+                "-o",
+                str(work / f"out_{minutes}.mp4"),
+                "--preset",
+                "balanced",
+                "--face-detector-model",
+                args.detector,
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "FACEFUSION_UI_HOME": str(work / "home")},
-        )  # fmt: skip
+        )
         summary = json.loads(completed.stdout)
         peaks[minutes] = summary["peak_rss_mb"]
-        print(f"{minutes:3d} min: {summary['frames']} frames in {summary['seconds']:.0f} s, "
-              f"{summary['chunks_total']} chunks, peak RSS {summary['peak_rss_mb']:.0f} MiB")  # fmt: skip
+        print(
+            f"{minutes:3d} min: {summary['frames']} frames in {summary['seconds']:.0f} s, "
+            f"{summary['chunks_total']} chunks, peak RSS {summary['peak_rss_mb']:.0f} MiB"
+        )
     if len(peaks) >= 2:
         low, high = min(peaks), max(peaks)
         print(f"peak RSS {high} min / {low} min = {peaks[high] / peaks[low]:.3f}")

@@ -64,18 +64,58 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
     ffmpeg = resolve_ffmpeg().path
 
     def plain() -> None:
-        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264", "-preset", "veryfast",
-                        "-y", str(work / "plain.mp4")], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                ffmpeg,
+                "-loglevel",
+                "error",
+                "-i",
+                str(clip),
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-y",
+                str(work / "plain.mp4"),
+            ],
+            check=True,
+        )
 
     def temp_frames() -> None:
         frames_dir = work / "frames"
         shutil.rmtree(frames_dir, ignore_errors=True)
         frames_dir.mkdir()
-        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), "-q:v", "2", str(frames_dir / "%06d.jpg")],
-                       check=True)  # fmt: skip
-        subprocess.run([ffmpeg, "-loglevel", "error", "-framerate", str(fps), "-i", str(frames_dir / "%06d.jpg"),
-                        "-i", str(clip), "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "veryfast",
-                        "-pix_fmt", "yuv420p", "-c:a", "aac", "-y", str(work / "merged.mp4")], check=True)  # fmt: skip
+        subprocess.run(
+            [ffmpeg, "-loglevel", "error", "-i", str(clip), "-q:v", "2", str(frames_dir / "%06d.jpg")], check=True
+        )
+        subprocess.run(
+            [
+                ffmpeg,
+                "-loglevel",
+                "error",
+                "-framerate",
+                str(fps),
+                "-i",
+                str(frames_dir / "%06d.jpg"),
+                "-i",
+                str(clip),
+                "-map",
+                "0:v",
+                "-map",
+                "1:a",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                "-y",
+                str(work / "merged.mp4"),
+            ],
+            check=True,
+        )
 
     info = probe_video(clip)  # outside the timed run: (c) is the transcode alone
 
@@ -84,9 +124,31 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
             [ffmpeg, "-loglevel", "error", "-i", str(clip), "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
             stdout=subprocess.PIPE,
         )
-        subprocess.run([ffmpeg, "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s",
-                        f"{info.width}x{info.height}", "-r", str(fps), "-i", "-", "-c:v", "libx264", "-preset",
-                        "veryfast", "-y", str(work / "piped.mp4")], stdin=decoder.stdout, check=True)  # fmt: skip
+        subprocess.run(
+            [
+                ffmpeg,
+                "-loglevel",
+                "error",
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "yuv420p",
+                "-s",
+                f"{info.width}x{info.height}",
+                "-r",
+                str(fps),
+                "-i",
+                "-",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "veryfast",
+                "-y",
+                str(work / "piped.mp4"),
+            ],
+            stdin=decoder.stdout,
+            check=True,
+        )
         assert decoder.wait() == 0
 
     contenders: dict[str, Callable[[], None]] = {
@@ -139,11 +201,15 @@ def main() -> None:
         merged = results["(b) frames to jpg + merge"][0]
         print(f"\n{scene}:{'wall':>32s}{'CPU':>34s}")
         for name, (seconds, cpu) in results.items():
-            print(f"  {name:28s} {seconds:5.1f} s {seconds / base:5.2f} x (a)  (b) / it = {merged / seconds:4.2f}"
-                  f"   {cpu:5.1f} s {cpu / base_cpu:5.2f} x (a)")  # fmt: skip
+            print(
+                f"  {name:28s} {seconds:5.1f} s {seconds / base:5.2f} x (a)  (b) / it = {merged / seconds:4.2f}"
+                f"   {cpu:5.1f} s {cpu / base_cpu:5.2f} x (a)"
+            )
     held = 3 * 32 + 2 + largest_group(5) + 1
-    print(f"\nframes in memory: at most 3 x queue + threads + largest detection group + 1 = {held} "
-          f"(one 720p frame = {1280 * 720 * 1.5 / 2**20:.1f} MiB as YUV 4:2:0)")  # fmt: skip
+    print(
+        f"\nframes in memory: at most 3 x queue + threads + largest detection group + 1 = {held} "
+        f"(one 720p frame = {1280 * 720 * 1.5 / 2**20:.1f} MiB as YUV 4:2:0)"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 

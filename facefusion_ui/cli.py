@@ -246,9 +246,13 @@ def run_process(args: argparse.Namespace) -> int:
         injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
         fault = FaultInjection.parse(injected) if injected else None
         result = process(
-            settings, [Path(s) for s in args.sources], Path(args.target), Path(args.output), progress=progress,
+            settings,
+            [Path(s) for s in args.sources],
+            Path(args.target),
+            Path(args.output),
+            progress=progress,
             fault=fault,
-        )  # fmt: skip
+        )
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -85,8 +85,9 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     for number, entry in enumerate(entries, start=1):
         try:
             job_settings = settings.with_items(**entry.get("settings", {}))
-            payload = make_payload([Path(s) for s in entry["sources"]], Path(entry["target"]),
-                                   Path(entry["output"]), job_settings)  # fmt: skip
+            payload = make_payload(
+                [Path(s) for s in entry["sources"]], Path(entry["target"]), Path(entry["output"]), job_settings
+            )
         except (KeyError, TypeError, FacefusionError) as error:
             raise InputError(f"{path}: job {number} is incomplete or invalid ({error})") from error
         done, failed = enqueue(backend, runtime, [payload], int(entry.get("priority", 0)))
@@ -111,8 +112,19 @@ def run_list(args: argparse.Namespace) -> int:
     for job in jobs:
         info = job.last_error if job.status == "failed" else (job.status_line or "")
         eta = f"{job.eta_s:.0f}" if job.eta_s is not None and job.status == "running" else "-"
-        rows.append([job.id, job.status, str(job.priority), progress_text(job), f"{job.fps:.1f}", eta,
-                     f"{job.attempts}/{job.max_attempts}", Path(job.target).name, info or ""])  # fmt: skip
+        rows.append(
+            [
+                job.id,
+                job.status,
+                str(job.priority),
+                progress_text(job),
+                f"{job.fps:.1f}",
+                eta,
+                f"{job.attempts}/{job.max_attempts}",
+                Path(job.target).name,
+                info or "",
+            ]
+        )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -133,18 +145,28 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     store = JobStore()
     runtime = ModelRuntime.create(settings)
     options = WorkerOptions(
-        concurrency=args.concurrency or settings.max_concurrent_jobs, until_empty=args.until_empty,
-        memory_threshold_mb=settings.memory_threshold_mb, notify=args.notify, on_complete=args.on_complete,
-        lease_s=args.lease_seconds, heartbeat_s=max(0.2, args.lease_seconds / 6),
-    )  # fmt: skip
+        concurrency=args.concurrency or settings.max_concurrent_jobs,
+        until_empty=args.until_empty,
+        memory_threshold_mb=settings.memory_threshold_mb,
+        notify=args.notify,
+        on_complete=args.on_complete,
+        lease_s=args.lease_seconds,
+        heartbeat_s=max(0.2, args.lease_seconds / 6),
+    )
     bars: dict[int, Any] = {}
     overall = tqdm(total=len(store.jobs(["queued", "running"])), unit="job", desc="jobs", disable=None, position=0)
 
     def on_progress(job_id: int, state: dict[str, Any]) -> None:
         bar = bars.get(job_id)
         if bar is None:
-            bar = bars[job_id] = tqdm(total=state["frames_total"], unit="frame", desc=f"job {job_id}",
-                                      disable=None, leave=False, position=len(bars) + 1)  # fmt: skip
+            bar = bars[job_id] = tqdm(
+                total=state["frames_total"],
+                unit="frame",
+                desc=f"job {job_id}",
+                disable=None,
+                leave=False,
+                position=len(bars) + 1,
+            )
         bar.update(state["frames_done"] - bar.n)
 
     def on_event(event: dict[str, Any]) -> None:
@@ -166,8 +188,10 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         overall.close()
     counts = store.counts()
-    print(f"done: {counts.get('completed', 0)} completed, {counts.get('failed', 0)} failed, "
-          f"{counts.get('queued', 0)} queued")  # fmt: skip
+    print(
+        f"done: {counts.get('completed', 0)} completed, {counts.get('failed', 0)} failed, "
+        f"{counts.get('queued', 0)} queued"
+    )
     return 0
 
 
@@ -228,8 +252,10 @@ def run_rq_workers(args: argparse.Namespace, settings: Settings) -> int:
         rq_worker_process(args.backend, settings.to_json(), args.burst)
         return 0
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=rq_worker_process, args=(args.backend, settings.to_json(), args.burst))
-                 for _ in range(count)]  # fmt: skip
+    processes = [
+        context.Process(target=rq_worker_process, args=(args.backend, settings.to_json(), args.burst))
+        for _ in range(count)
+    ]
     for child in processes:
         child.start()
     try:

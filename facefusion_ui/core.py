@@ -157,10 +157,16 @@ def default_work_dir(target: Path, output: Path) -> Path:
 def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
     gpus = probe_gpus() if any(p != "cpu" for p in settings.execution_providers) else []
     return plan_budget(
-        info.width, info.height, float(info.fps), settings.frame_queue_size, settings.execution_threads,
-        settings.video_chunk_size, settings.memory_threshold_mb, gpu_free_mb=gpus[0].free_mb if gpus else None,
+        info.width,
+        info.height,
+        float(info.fps),
+        settings.frame_queue_size,
+        settings.execution_threads,
+        settings.video_chunk_size,
+        settings.memory_threshold_mb,
+        gpu_free_mb=gpus[0].free_mb if gpus else None,
         held=largest_group(settings.face_detector_interval),
-    )  # fmt: skip
+    )
 
 
 def effective_values(settings: Settings) -> dict[str, Any]:
@@ -175,9 +181,17 @@ def lighter(settings: Settings) -> Settings:
 
 
 def run_chunk_recovering(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, work_dir: Path, pipeline: FramePipeline, stages: FrameStages,
-    settings: Settings, tracker: FrameProgress, cancel: threading.Event | None, recoveries: list[str],
-) -> ChunkRun:  # fmt: skip
+    ffmpeg: str,
+    info: VideoInfo,
+    chunk: Chunk,
+    work_dir: Path,
+    pipeline: FramePipeline,
+    stages: FrameStages,
+    settings: Settings,
+    tracker: FrameProgress,
+    cancel: threading.Event | None,
+    recoveries: list[str],
+) -> ChunkRun:
     """Run a chunk; on out-of-memory free everything, lighten, retry; the second retry on a GPU runs the
     chunk on the CPU; a third failure fails the job with the preset to use."""
     partial = work_dir / f"part_{chunk.segment_name}"
@@ -229,10 +243,17 @@ def output_comment(settings: Settings) -> str:
 
 
 def process_video(
-    settings: Settings, sources: Sequence[Path], target: Path, output: Path, runtime: ModelRuntime | None = None,
-    registry: ProcessorRegistry | None = None, progress: Progress | None = None, work_dir: Path | None = None,
-    cancel: threading.Event | None = None, fault: FaultInjection | None = None,
-) -> ProcessResult:  # fmt: skip
+    settings: Settings,
+    sources: Sequence[Path],
+    target: Path,
+    output: Path,
+    runtime: ModelRuntime | None = None,
+    registry: ProcessorRegistry | None = None,
+    progress: Progress | None = None,
+    work_dir: Path | None = None,
+    cancel: threading.Event | None = None,
+    fault: FaultInjection | None = None,
+) -> ProcessResult:
     """Swap faces in a video, chunk by chunk; running it again resumes from the finished chunks."""
     started = time.perf_counter()
     if check_paths(sources, target, output) != "video":
@@ -323,9 +344,15 @@ def assemble(
     trimmed = first > 0 or last < info.frame_count
     audio = audio_codec_args(info.audio_codec, output, trimmed) if info.has_audio else None
     command = assemble_args(
-        ffmpeg, list_file, Path(info.path), audio, info.seek_time(first) if first else 0.0, duration,
-        output_comment(settings), temporary,
-    )  # fmt: skip
+        ffmpeg,
+        list_file,
+        Path(info.path),
+        audio,
+        info.seek_time(first) if first else 0.0,
+        duration,
+        output_comment(settings),
+        temporary,
+    )
     completed = run_tool(command)
     if completed.returncode != 0:
         temporary.unlink(missing_ok=True)

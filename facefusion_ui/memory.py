@@ -131,9 +131,13 @@ class MemoryBudget:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "available_mb": self.available_mb, "usable_mb": self.usable_mb, "frame_mb": round(self.frame_mb, 2),
-            "queue_size": self.queue_size, "chunk_seconds": self.chunk_seconds, "gpu_free_mb": self.gpu_free_mb,
-        }  # fmt: skip
+            "available_mb": self.available_mb,
+            "usable_mb": self.usable_mb,
+            "frame_mb": round(self.frame_mb, 2),
+            "queue_size": self.queue_size,
+            "chunk_seconds": self.chunk_seconds,
+            "gpu_free_mb": self.gpu_free_mb,
+        }
 
 
 WORKER_FRAMES = 7
@@ -142,9 +146,17 @@ processors run: the decoded view, the working copy and the result."""
 
 
 def plan_budget(
-    width: int, height: int, fps: float, queue_size: int, threads: int, chunk_size: int | str, threshold_mb: int,
-    available_mb: int | None = None, gpu_free_mb: int | None = None, held: int = 1,
-) -> MemoryBudget:  # fmt: skip
+    width: int,
+    height: int,
+    fps: float,
+    queue_size: int,
+    threads: int,
+    chunk_size: int | str,
+    threshold_mb: int,
+    available_mb: int | None = None,
+    gpu_free_mb: int | None = None,
+    held: int = 1,
+) -> MemoryBudget:
     """Queue depth and chunk length that fit: the frames in flight (3 queues, the ``held`` detection
     group, the workers' frames and copies) take at most a quarter of the memory above the preset's
     threshold; 'auto' chunks come from ``auto_chunk_seconds``. Frames in flight are YUV 4:2:0."""

@@ -46,10 +46,13 @@ class FrameProgress:
         fps = processed / elapsed
         remaining = self.frames_total - self.frames_done
         return {
-            "frames_done": self.frames_done, "frames_total": self.frames_total, "fps": round(fps, 2),
-            "eta_s": round(remaining / fps, 1) if fps > 0 else None, "chunk": self.chunk_index + 1,
+            "frames_done": self.frames_done,
+            "frames_total": self.frames_total,
+            "fps": round(fps, 2),
+            "eta_s": round(remaining / fps, 1) if fps > 0 else None,
+            "chunk": self.chunk_index + 1,
             "chunks_total": self.chunks_total,
-        }  # fmt: skip
+        }
 
     def report(self, force: bool = False) -> None:
         if self.callback is None:

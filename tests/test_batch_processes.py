@@ -28,8 +28,14 @@ CHUNKED = Settings(video_chunk_size=1, output_video_quality=100, output_video_pr
 
 def run_py(*args: str, home: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "FACEFUSION_UI_HOME": str(home), **(extra_env or {})}
-    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_killed_worker_resumes_every_job_exactly_once(tmp_path: Path) -> None:
@@ -100,9 +106,15 @@ def test_four_enqueuers_and_two_workers_complete_200_jobs_once(tmp_path: Path) -
     env = {"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     store = JobStore(home / "jobs.db")
     workers = [run_py("batch", "run", "--concurrency", "1", home=home, extra_env=env) for _ in range(2)]
-    enqueuers = [subprocess.Popen([sys.executable, "-c", ENQUEUE, str(store.path), str(face), str(target),
-                                   str(out_dir), f"p{i}"], env={**os.environ, **env}, stderr=subprocess.PIPE,
-                                  text=True) for i in range(4)]  # fmt: skip
+    enqueuers = [
+        subprocess.Popen(
+            [sys.executable, "-c", ENQUEUE, str(store.path), str(face), str(target), str(out_dir), f"p{i}"],
+            env={**os.environ, **env},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
     for enqueuer in enqueuers:
         _, stderr = enqueuer.communicate(timeout=300)
         assert enqueuer.returncode == 0, stderr

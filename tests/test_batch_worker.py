@@ -85,8 +85,9 @@ def test_models_and_source_are_loaded_once_for_ten_jobs(files: dict[str, Path], 
         target = tmp_path / f"t{index}.png"
         cv2.imwrite(str(target), media.grace_hopper())
         targets.append(target)
-    store.add_many([make_payload([files["face"]], target, tmp_path / f"o{i}.png", Settings())
-                    for i, target in enumerate(targets)])  # fmt: skip
+    store.add_many(
+        [make_payload([files["face"]], target, tmp_path / f"o{i}.png", Settings()) for i, target in enumerate(targets)]
+    )
     runtime = ModelRuntime.create(Settings())
     run, _ = worker(store, runtime, concurrency=2)
     run.run()
@@ -133,8 +134,9 @@ def test_pause_and_memory_gate_hold_new_jobs(files: dict[str, Path], tmp_path: P
     store = JobStore(tmp_path / "jobs.db")
     job_id = store.add(payload(files, tmp_path / "out.png", processors=("invert",)))
     free = [100]
-    run, _ = worker(store, ModelRuntime.create(Settings()), until_empty=False, memory_threshold_mb=500,
-                    available_mb=lambda: free[0])  # fmt: skip
+    run, _ = worker(
+        store, ModelRuntime.create(Settings()), until_empty=False, memory_threshold_mb=500, available_mb=lambda: free[0]
+    )
     store.set_paused(True)
     thread = threading.Thread(target=run.run)
     thread.start()

@@ -115,8 +115,19 @@ def run(
 
 def raw_frames(path: Path, width: int = 320, height: int = 240) -> np.ndarray:
     """The decoded 4:2:0 planes of every frame, for bit-exact comparisons."""
-    command = [resolve_ffmpeg().path, "-hide_banner", "-loglevel", "error", "-i", str(path), "-f", "rawvideo",
-               "-pix_fmt", "yuv420p", "-"]  # fmt: skip
+    command = [
+        resolve_ffmpeg().path,
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-i",
+        str(path),
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "yuv420p",
+        "-",
+    ]
     data = subprocess.run(command, capture_output=True, check=True).stdout
     return np.frombuffer(data, np.uint8).reshape(-1, height * 3 // 2, width)
 
@@ -156,8 +167,13 @@ def test_a_followed_face_is_searched_around_its_last_place(
     # groups 0-4, 5-14, 15-19: each group that only followed the same face doubles the next one (up to
     # the grid of 20); the first frame and each group's last are detected in full, the rest around the face
     assert followed["face_detection"] == {
-        "interval": 5, "full": 1 + 3, "areas": 0, "unchanged": 0, "tracked": 3 + 9 + 4, "skipped": 0,
-    }  # fmt: skip
+        "interval": 5,
+        "full": 1 + 3,
+        "areas": 0,
+        "unchanged": 0,
+        "tracked": 3 + 9 + 4,
+        "skipped": 0,
+    }
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
 
@@ -167,8 +183,13 @@ def test_probes_of_a_still_shot_detect_nothing(
 ) -> None:
     summary = run(clips, shared_runtime, "still", tmp_path / "out.mp4", interval=5)
     assert summary["face_detection"] == {
-        "interval": 5, "full": 1, "areas": 0, "unchanged": 3, "tracked": 0, "skipped": 16,
-    }  # fmt: skip
+        "interval": 5,
+        "full": 1,
+        "areas": 0,
+        "unchanged": 3,
+        "tracked": 0,
+        "skipped": 16,
+    }
     assert np.array_equal(raw_frames(tmp_path / "out.mp4", 640, 360), raw_frames(clips["still"], 640, 360))
 
 

@@ -21,8 +21,13 @@ from facefusion_ui.state_manager import Settings
 from tests.conftest import ROOT
 from tests.support import media, videos
 
-LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_quality=100, video_chunk_size=1,
-                    output_video_preset="ultrafast")  # fmt: skip
+LOSSLESS = Settings(
+    execution_threads=2,
+    frame_queue_size=4,
+    output_video_quality=100,
+    video_chunk_size=1,
+    output_video_preset="ultrafast",
+)
 
 
 def test_probes_work_without_a_gpu() -> None:
@@ -44,17 +49,18 @@ def test_out_of_memory_classification() -> None:
 
 
 def test_budget_limits_queues_when_memory_is_short() -> None:
-    roomy = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024,
-                        available_mb=16000)  # fmt: skip
+    roomy = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024, available_mb=16000)
     assert roomy.queue_size == 32 and roomy.chunk_seconds == 60
-    short = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024,
-                        available_mb=2000, held=20)  # fmt: skip
+    short = plan_budget(
+        1920, 1080, 30, queue_size=32, threads=2, chunk_size=60, threshold_mb=1024, available_mb=2000, held=20
+    )
     assert 1 <= short.queue_size < 32
     assert short.frame_mb == pytest.approx(1920 * 1080 * 1.5 / 2**20)  # frames in flight are YUV 4:2:0
     frames_in_flight = 3 * short.queue_size + 2 * 7 + 20 + 1  # queues, workers with their BGR copies, group
     assert frames_in_flight * short.frame_mb <= short.usable_mb * 0.25 + short.frame_mb * 3
-    tight = plan_budget(1920, 1080, 30, queue_size=32, threads=2, chunk_size="auto", threshold_mb=1024,
-                        available_mb=1300, held=20)  # fmt: skip
+    tight = plan_budget(
+        1920, 1080, 30, queue_size=32, threads=2, chunk_size="auto", threshold_mb=1024, available_mb=1300, held=20
+    )
     assert tight.queue_size == 1  # the least that runs
     assert tight.chunk_seconds == 10  # auto: the shortest chunk when memory is short
     assert auto_chunk_seconds(640, 360, 25, 64000) == 120
@@ -73,8 +79,15 @@ def test_injected_out_of_memory_is_survived_frame_exact(
 ) -> None:
     plain, recovered = tmp_path / "plain.mp4", tmp_path / "recovered.mp4"
     process(LOSSLESS, [clip["face"]], clip["clip"], plain, runtime=shared_runtime, work_dir=tmp_path / "w1")
-    result = process(LOSSLESS, [clip["face"]], clip["clip"], recovered, runtime=shared_runtime,
-                     work_dir=tmp_path / "w2", fault=FaultInjection(frame=30, times=2)).to_json()  # fmt: skip
+    result = process(
+        LOSSLESS,
+        [clip["face"]],
+        clip["clip"],
+        recovered,
+        runtime=shared_runtime,
+        work_dir=tmp_path / "w2",
+        fault=FaultInjection(frame=30, times=2),
+    ).to_json()
     notes = result["recoveries"]
     assert len(notes) == 2
     assert "out of memory on chunk 2 (attempt 1): released models and caches, queue 4 -> 2, threads 2 -> 1" in notes[0]
@@ -87,24 +100,56 @@ def test_injected_out_of_memory_is_survived_frame_exact(
 def test_third_failure_names_the_preset(clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path) -> None:
     output = tmp_path / "out.mp4"
     with pytest.raises(OutOfMemory, match="--preset strict"):
-        process(LOSSLESS, [clip["face"]], clip["clip"], output, runtime=shared_runtime, work_dir=tmp_path / "w",
-                fault=FaultInjection(frame=5, times=3, kind="memory"))  # fmt: skip
+        process(
+            LOSSLESS,
+            [clip["face"]],
+            clip["clip"],
+            output,
+            runtime=shared_runtime,
+            work_dir=tmp_path / "w",
+            fault=FaultInjection(frame=5, times=3, kind="memory"),
+        )
     assert not output.exists()
 
 
 def test_other_errors_are_not_retried(clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path) -> None:
     injection = FaultInjection(frame=5, times=5, kind="error")
     with pytest.raises(RuntimeError, match="injected failure"):
-        process(LOSSLESS, [clip["face"]], clip["clip"], tmp_path / "o.mp4", runtime=shared_runtime,
-                work_dir=tmp_path / "w", fault=injection)  # fmt: skip
+        process(
+            LOSSLESS,
+            [clip["face"]],
+            clip["clip"],
+            tmp_path / "o.mp4",
+            runtime=shared_runtime,
+            work_dir=tmp_path / "w",
+            fault=injection,
+        )
     assert injection.fired == 1
 
 
 def test_cli_reports_recovery_and_effective_values(clip: dict[str, Path], tmp_path: Path) -> None:
     env = {**os.environ, "FACEFUSION_UI_INJECT_FAULT": "frame=3,times=1", "FACEFUSION_UI_HOME": str(tmp_path)}
-    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "process", "-s", str(clip["face"]), "-t",
-                                str(clip["clip"]), "-o", str(tmp_path / "out.mp4"), "--preset", "lightweight",
-                                "--json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)  # fmt: skip
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "process",
+            "-s",
+            str(clip["face"]),
+            "-t",
+            str(clip["clip"]),
+            "-o",
+            str(tmp_path / "out.mp4"),
+            "--preset",
+            "lightweight",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr
     summary = json.loads(completed.stdout)
     assert len(summary["recoveries"]) == 1 and "out of memory on chunk 1" in completed.stderr

@@ -37,8 +37,10 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no"], stdout=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 20
     while True:
@@ -72,8 +74,14 @@ def start_worker(url: str, home: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
     home.mkdir(parents=True, exist_ok=True)
     log = (home / f"worker-{time.monotonic_ns()}.log").open("w")
-    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), "worker", "--backend", url, *extra],
-                            stdout=log, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), "worker", "--backend", url, *extra],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def wait_until(condition: object, timeout: float, message: str) -> None:
@@ -108,8 +116,9 @@ def test_two_workers_one_killed_every_job_completes_once(
         killed = next(worker for worker in workers if worker.pid == pid)
         killed.send_signal(signal.SIGKILL)
         killed.wait()
-        wait_until(lambda: all(backend.get(job_id).status == "completed" for job_id in ids), 300,
-                   "not every job completed")  # fmt: skip
+        wait_until(
+            lambda: all(backend.get(job_id).status == "completed" for job_id in ids), 300, "not every job completed"
+        )
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -144,8 +153,14 @@ def test_bad_input_fails_once_and_cli_lists_the_same_jobs(
     env = {**os.environ, "FACEFUSION_UI_HOME": str(private_home)}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(ROOT / "run.py"), "batch", *args, "--backend", redis_url],
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), "batch", *args, "--backend", redis_url],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
 
     listed = json.loads(cli("list", "--json").stdout)
     assert {job["id"]: job["status"] for job in listed} == {good: "completed", bad: "failed", later: "cancelled"}
@@ -160,8 +175,12 @@ def test_bad_input_fails_once_and_cli_lists_the_same_jobs(
 
 
 def test_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
-    completed = subprocess.run([sys.executable, str(ROOT / "run.py"), "batch", "list", "--backend",
-                                f"redis://127.0.0.1:{free_port()}/0"], capture_output=True, text=True, cwd=ROOT,
-                               timeout=60)  # fmt: skip
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "batch", "list", "--backend", f"redis://127.0.0.1:{free_port()}/0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert completed.returncode == 2
     assert completed.stderr.startswith("error: cannot reach Redis at") and "start redis-server" in completed.stderr

@@ -19,8 +19,15 @@ from tests.support import media, videos
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync"]  # fmt: skip
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -32,8 +39,12 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def media_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("ui-media")
-    files = {"face": folder / "astronaut.png", "grace": folder / "grace.png", "batch_grace": folder / "batch_grace.png",
-             "batch_group": folder / "batch_group.jpg"}  # fmt: skip
+    files = {
+        "face": folder / "astronaut.png",
+        "grace": folder / "grace.png",
+        "batch_grace": folder / "batch_grace.png",
+        "batch_group": folder / "batch_group.jpg",
+    }
     cv2.imwrite(str(files["face"]), media.astronaut())
     cv2.imwrite(str(files["grace"]), media.grace_hopper())
     cv2.imwrite(str(files["batch_grace"]), media.grace_hopper())
@@ -54,8 +65,9 @@ def test_gradio_client_round_trip(ui: RunningUi, media_files: dict[str, Path]) -
     from gradio_client import Client, handle_file
 
     client = Client(ui.url, verbose=False)
-    result = client.predict([handle_file(str(media_files["face"]))], handle_file(str(media_files["grace"])),
-                            api_name="/swap")  # fmt: skip
+    result = client.predict(
+        [handle_file(str(media_files["face"]))], handle_file(str(media_files["grace"])), api_name="/swap"
+    )
     output = cv2.imread(str(result))
     assert output is not None and output.shape == media.grace_hopper().shape
     assert ui.services.store.counts().get("completed", 0) >= 1
@@ -100,11 +112,13 @@ def test_saved_settings_never_change_queued_jobs(ui: RunningUi, media_files: dic
     services = ui.services
     services.store.set_paused(True)
     try:
-        before = services.enqueue([media_files["face"]], media_files["grace"], services.outputs_dir / "a.png",
-                                  services.settings())  # fmt: skip
+        before = services.enqueue(
+            [media_files["face"]], media_files["grace"], services.outputs_dir / "a.png", services.settings()
+        )
         services.save_settings({"face_cache_limit": 7})
-        after = services.enqueue([media_files["face"]], media_files["grace"], services.outputs_dir / "b.png",
-                                 services.settings())  # fmt: skip
+        after = services.enqueue(
+            [media_files["face"]], media_files["grace"], services.outputs_dir / "b.png", services.settings()
+        )
         assert services.store.get(before).payload["settings"]["face_cache_limit"] != 7
         assert services.store.get(after).payload["settings"]["face_cache_limit"] == 7
         assert '"face_cache_limit": 7' in (services.store.path.parent / "settings.json").read_text()

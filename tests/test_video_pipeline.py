@@ -34,24 +34,40 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     cv2.imwrite(str(face), media.astronaut())
     made = {
         "face": face,
-        "talking": videos.write_video(folder / "faces.mp4", videos.moving_face(320, 240, 40, cut_at=28), 40,
-                                      audio=True),
+        "talking": videos.write_video(
+            folder / "faces.mp4", videos.moving_face(320, 240, 40, cut_at=28), 40, audio=True
+        ),
         "silent": videos.write_video(folder / "silent.mp4", videos.moving_face(320, 240, 30), 30),
-        "blank": videos.write_video(folder / "blank.mp4", videos.blank(320, 240), 30, fps=Fraction(30000, 1001),
-                                    audio=True),
+        "blank": videos.write_video(
+            folder / "blank.mp4", videos.blank(320, 240), 30, fps=Fraction(30000, 1001), audio=True
+        ),
         "rotated": videos.write_video(folder / "rotated.mp4", videos.moving_face(240, 320, 12), 12, rotation=90),
         "odd": videos.write_video(folder / "odd.mp4", videos.blank(641, 479), 10),
         "one": videos.write_video(folder / "one.mp4", videos.moving_face(320, 240, 1), 1),
-        "vfr": videos.write_video(folder / "vfr.mp4", videos.blank(320, 240), 20,
-                                  frame_durations=[0.04] * 10 + [0.1] * 10),
-    }  # fmt: skip
+        "vfr": videos.write_video(
+            folder / "vfr.mp4", videos.blank(320, 240), 20, frame_durations=[0.04] * 10 + [0.1] * 10
+        ),
+    }
     return made
 
 
 def audio_seconds(path: Path) -> float | None:
     ffmpeg = resolve_ffmpeg().path
-    command = [ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:a:0", "-c", "copy", "-f",
-               "framecrc", "-"]  # fmt: skip
+    command = [
+        ffmpeg,
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-i",
+        str(path),
+        "-map",
+        "0:a:0",
+        "-c",
+        "copy",
+        "-f",
+        "framecrc",
+        "-",
+    ]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         return None
@@ -65,8 +81,14 @@ def audio_seconds(path: Path) -> float | None:
     return float(total * base) if total else None
 
 
-def run(clips: dict[str, Path], runtime: ModelRuntime, target: str, output: Path, settings: Settings = FAST,
-        **options: object) -> dict[str, Any]:  # fmt: skip
+def run(
+    clips: dict[str, Path],
+    runtime: ModelRuntime,
+    target: str,
+    output: Path,
+    settings: Settings = FAST,
+    **options: object,
+) -> dict[str, Any]:
     return process(settings, [clips["face"]], clips[target], output, runtime=runtime, **options).to_json()  # type: ignore[arg-type]
 
 
@@ -207,8 +229,22 @@ def test_truncated_stream_is_an_ffmpeg_error(
 ) -> None:
     ffmpeg = resolve_ffmpeg().path
     fast_start = tmp_path / "faststart.mp4"
-    subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clips["silent"]), "-c", "copy", "-movflags", "+faststart",
-                    "-y", str(fast_start)], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            ffmpeg,
+            "-loglevel",
+            "error",
+            "-i",
+            str(clips["silent"]),
+            "-c",
+            "copy",
+            "-movflags",
+            "+faststart",
+            "-y",
+            str(fast_start),
+        ],
+        check=True,
+    )
     data = fast_start.read_bytes()
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(data[: int(len(data) * 0.6)])  # header intact, frames missing

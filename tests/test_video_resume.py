@@ -35,14 +35,30 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def command(job: dict[str, Path], output: Path, *extra: str) -> list[str]:
-    return [sys.executable, str(ROOT / "run.py"), "process", "-s", str(job["face"]), "-t", str(job["clip"]), "-o",
-            str(output), "--video-chunk-size", "1", "--output-video-quality", "100", "--json", *extra]  # fmt: skip
+    return [
+        sys.executable,
+        str(ROOT / "run.py"),
+        "process",
+        "-s",
+        str(job["face"]),
+        "-t",
+        str(job["clip"]),
+        "-o",
+        str(output),
+        "--video-chunk-size",
+        "1",
+        "--output-video-quality",
+        "100",
+        "--json",
+        *extra,
+    ]
 
 
 def start(job: dict[str, Path], output: Path, home: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
-    return subprocess.Popen(command(job, output, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)  # fmt: skip
+    return subprocess.Popen(
+        command(job, output, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
 
 
 def finished_chunks(home: Path) -> int:
@@ -66,8 +82,14 @@ def wait_for_chunk_in_progress(home: Path, running: subprocess.Popen[str], done:
 
 
 def rerun(job: dict[str, Path], output: Path, home: Path, *extra: str) -> tuple[dict[str, object], str]:
-    completed = subprocess.run(command(job, output, *extra), capture_output=True, text=True,
-                               env={**os.environ, "FACEFUSION_UI_HOME": str(home)}, cwd=ROOT, timeout=600)  # fmt: skip
+    completed = subprocess.run(
+        command(job, output, *extra),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FACEFUSION_UI_HOME": str(home)},
+        cwd=ROOT,
+        timeout=600,
+    )
     assert completed.returncode == 0, completed.stderr
     return json.loads(completed.stdout), completed.stderr
 
@@ -80,8 +102,14 @@ def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> list[np.nda
     state.apply_preset("balanced")
     state.update({"video_chunk_size": 1000, "output_video_quality": 100})
     output = job["folder"] / "reference.mp4"
-    process(state.snapshot(), [job["face"]], job["clip"], output, runtime=shared_runtime,
-            work_dir=job["folder"] / "reference-work")  # fmt: skip
+    process(
+        state.snapshot(),
+        [job["face"]],
+        job["clip"],
+        output,
+        runtime=shared_runtime,
+        work_dir=job["folder"] / "reference-work",
+    )
     return videos.decode_all(output)
 
 

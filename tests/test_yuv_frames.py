@@ -24,9 +24,29 @@ def ffmpeg_convert(data: bytes, source: str, target: str, matrix: str) -> bytes:
     """Convert one raw frame with ffmpeg's swscale (accurate rounding), ``matrix`` limited range."""
     side = "out" if target == "yuv420p" else "in"
     scale = f"scale={side}_color_matrix={matrix}:{side}_range=tv"
-    command = [resolve_ffmpeg().path, "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", source,
-               "-s", f"{WIDTH}x{HEIGHT}", "-i", "-", "-sws_flags", "accurate_rnd+full_chroma_int",
-               "-vf", scale, "-f", "rawvideo", "-pix_fmt", target, "-"]  # fmt: skip
+    command = [
+        resolve_ffmpeg().path,
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        source,
+        "-s",
+        f"{WIDTH}x{HEIGHT}",
+        "-i",
+        "-",
+        "-sws_flags",
+        "accurate_rnd+full_chroma_int",
+        "-vf",
+        scale,
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        target,
+        "-",
+    ]
     return subprocess.run(command, input=data, capture_output=True, check=True).stdout
 
 

@@ -129,9 +129,13 @@ class FaceAnalyser:
         return without_overlaps(found)
 
     def analyse(
-        self, frame: Frame, settings: Settings, embeddings: bool = True, mesh: bool = False,
+        self,
+        frame: Frame,
+        settings: Settings,
+        embeddings: bool = True,
+        mesh: bool = False,
         detections: list[Detection] | None = None,
-    ) -> list[Face]:  # fmt: skip
+    ) -> list[Face]:
         """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh.
         ``detections``: boxes already found (a probe, or a search around followed faces)."""
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3:

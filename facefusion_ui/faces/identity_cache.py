@@ -48,9 +48,13 @@ class CacheStats:
     def to_json(self) -> dict[str, Any]:
         rate = self.hits / self.lookups if self.lookups else 0.0
         return {
-            "lookups": self.lookups, "hits": self.hits, "misses": self.misses, "evictions": self.evictions,
-            "expirations": self.expirations, "hit_rate": round(rate, 4),
-        }  # fmt: skip
+            "lookups": self.lookups,
+            "hits": self.hits,
+            "misses": self.misses,
+            "evictions": self.evictions,
+            "expirations": self.expirations,
+            "hit_rate": round(rate, 4),
+        }
 
 
 @dataclass
@@ -124,10 +128,16 @@ class IdentityCache:
     def to_json(self) -> dict[str, Any]:
         """The identities, least recently seen first, and the next id (not the stats): for a resume."""
         entries = [
-            {"id": e.id, "embedding": array_to_json(e.embedding, np.float32), "last_seen": e.last_seen, "yaw": e.yaw,
-             "pitch": e.pitch, "hits": e.hits}
+            {
+                "id": e.id,
+                "embedding": array_to_json(e.embedding, np.float32),
+                "last_seen": e.last_seen,
+                "yaw": e.yaw,
+                "pitch": e.pitch,
+                "hits": e.hits,
+            }
             for e in self._entries.values()
-        ]  # fmt: skip
+        ]
         return {"next_id": self._next_id, "entries": entries}
 
     def load_json(self, data: dict[str, Any]) -> None:
@@ -135,7 +145,13 @@ class IdentityCache:
         self._entries.clear()
         for entry in data.get("entries", [])[-self.limit :]:
             embedding = array_from_json(entry["embedding"], np.float32)
-            identity = Identity(int(entry["id"]), embedding, float(entry["last_seen"]), float(entry["yaw"]),
-                                float(entry["pitch"]), int(entry.get("hits", 0)))  # fmt: skip
+            identity = Identity(
+                int(entry["id"]),
+                embedding,
+                float(entry["last_seen"]),
+                float(entry["yaw"]),
+                float(entry["pitch"]),
+                int(entry.get("hits", 0)),
+            )
             self._entries[identity.id] = identity
         self._next_id = int(data.get("next_id", max(self._entries, default=0) + 1))

@@ -75,9 +75,14 @@ def read_image(path: Path, role: str) -> Frame:
 
 def analysis_key(content_hash: str, settings: Settings) -> tuple[Any, ...]:
     return (
-        content_hash, settings.face_detector_model, settings.face_detector_size, settings.face_detector_score,
-        settings.face_detector_upsample, settings.face_landmarker_model, settings.face_recognizer_model,
-    )  # fmt: skip
+        content_hash,
+        settings.face_detector_model,
+        settings.face_detector_size,
+        settings.face_detector_score,
+        settings.face_detector_upsample,
+        settings.face_landmarker_model,
+        settings.face_recognizer_model,
+    )
 
 
 def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:

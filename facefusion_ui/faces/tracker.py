@@ -64,12 +64,20 @@ class IdentityTracker:
     def to_json(self) -> dict[str, Any]:
         """The cache and the faces being tracked (what matching a next frame's faces reads of them)."""
         tracks = [
-            {"identity_id": t.identity_id, "frame_index": t.frame_index, "since_verified": t.since_verified,
-             "bbox": array_to_json(t.face.bbox, np.float32), "kps": array_to_json(t.face.kps, np.float32),
-             "score": t.face.score, "detector": t.face.detector, "yaw": t.face.yaw, "pitch": t.face.pitch,
-             "recognizer": t.face.recognizer}
+            {
+                "identity_id": t.identity_id,
+                "frame_index": t.frame_index,
+                "since_verified": t.since_verified,
+                "bbox": array_to_json(t.face.bbox, np.float32),
+                "kps": array_to_json(t.face.kps, np.float32),
+                "score": t.face.score,
+                "detector": t.face.detector,
+                "yaw": t.face.yaw,
+                "pitch": t.face.pitch,
+                "recognizer": t.face.recognizer,
+            }
             for t in self.tracks
-        ]  # fmt: skip
+        ]
         return {"cache": self.cache.to_json(), "tracks": tracks}
 
     def load_json(self, data: dict[str, Any]) -> None:
@@ -80,10 +88,16 @@ class IdentityTracker:
             identity = self.cache.get(int(entry["identity_id"]))
             if identity is None:
                 continue
-            face = Face(array_from_json(entry["bbox"], np.float32), float(entry["score"]),
-                        array_from_json(entry["kps"], np.float32), str(entry["detector"]),
-                        embedding=identity.embedding, recognizer=entry.get("recognizer"),
-                        yaw=float(entry["yaw"]), pitch=float(entry["pitch"]))  # fmt: skip
+            face = Face(
+                array_from_json(entry["bbox"], np.float32),
+                float(entry["score"]),
+                array_from_json(entry["kps"], np.float32),
+                str(entry["detector"]),
+                embedding=identity.embedding,
+                recognizer=entry.get("recognizer"),
+                yaw=float(entry["yaw"]),
+                pitch=float(entry["pitch"]),
+            )
             self.tracks.append(Track(identity.id, face, int(entry["frame_index"]), int(entry["since_verified"])))
 
     def match_track(self, face: Face, frame_index: int, taken: set[int]) -> Track | None:
@@ -121,8 +135,11 @@ class IdentityTracker:
             else:
                 identity = self.recognise(face, now, identity if due else None, embed)
                 since = 0
-            embedded = face if identity is None else replace(face, embedding=identity.embedding,
-                                                               recognizer=face.recognizer or "cache")  # fmt: skip
+            embedded = (
+                face
+                if identity is None
+                else replace(face, embedding=identity.embedding, recognizer=face.recognizer or "cache")
+            )
             if identity is not None:
                 new_tracks.append(Track(identity.id, embedded, frame_index, since))
             resolved.append((embedded, identity))

@@ -69,11 +69,22 @@ class QueueBackend(Protocol):
 
 def view_of(job: Job) -> JobView:
     return JobView(
-        id=str(job.id), status=job.status, priority=job.priority, payload=job.payload, attempts=job.attempts,
-        max_attempts=job.max_attempts, last_error=job.last_error, frames_done=job.frames_done,
-        frames_total=job.frames_total, fps=job.fps, chunk=job.chunk, chunks_total=job.chunks_total, eta_s=job.eta_s,
-        status_line=job.status_line, result=job.result,
-    )  # fmt: skip
+        id=str(job.id),
+        status=job.status,
+        priority=job.priority,
+        payload=job.payload,
+        attempts=job.attempts,
+        max_attempts=job.max_attempts,
+        last_error=job.last_error,
+        frames_done=job.frames_done,
+        frames_total=job.frames_total,
+        fps=job.fps,
+        chunk=job.chunk,
+        chunks_total=job.chunks_total,
+        eta_s=job.eta_s,
+        status_line=job.status_line,
+        result=job.result,
+    )
 
 
 class SqliteBackend:

@@ -64,8 +64,10 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
     job.save_meta()
     log.write(f"attempt {attempt} on {job.worker_name}")
     if attempt > 1 and not (folder / "work" / "manifest.json").exists():
-        log.write("no chunk manifest from the earlier attempt here: starting from the first chunk "
-                  "(job folders are not on storage shared by the workers)")  # fmt: skip
+        log.write(
+            "no chunk manifest from the earlier attempt here: starting from the first chunk "
+            "(job folders are not on storage shared by the workers)"
+        )
     cancel = threading.Event()
     done = threading.Event()
 
@@ -79,14 +81,23 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
     watcher.start()
 
     def progress(state: dict[str, Any]) -> None:
-        job.meta.update({key: state[key] for key in ("frames_done", "frames_total", "fps", "chunk", "chunks_total",
-                                                     "eta_s")})  # fmt: skip
+        job.meta.update(
+            {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunk", "chunks_total", "eta_s")}
+        )
         job.meta["status_line"] = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
         job.save_meta()
 
     try:
-        result = process(settings, sources, target, output, runtime=runtime, progress=progress,
-                         work_dir=folder / "work", cancel=cancel).to_json()  # fmt: skip
+        result = process(
+            settings,
+            sources,
+            target,
+            output,
+            runtime=runtime,
+            progress=progress,
+            work_dir=folder / "work",
+            cancel=cancel,
+        ).to_json()
     except CancelledError:
         log.write("cancelled")
         job.meta.update({"outcome": "cancelled", "status_line": "cancelled"})
@@ -145,15 +156,21 @@ class WarmWorker(SimpleWorker):
         self.set_state("idle")
 
 
-def run_worker(url: str, runtime: ModelRuntime, burst: bool = False, heartbeat_s: int = 5,
-               maintenance_s: int = 10) -> None:  # fmt: skip
+def run_worker(
+    url: str, runtime: ModelRuntime, burst: bool = False, heartbeat_s: int = 5, maintenance_s: int = 10
+) -> None:
     """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped."""
     connection = Redis.from_url(url)
     queues = [Queue(name, connection=connection) for name in QUEUE_NAMES]
     # worker_ttl sets how long an idle worker blocks waiting for a job (ttl - 15 s) before it runs its
     # maintenance, which is what finds the jobs of dead workers: RQ's default (420 s) is far too slow.
-    worker = WarmWorker(queues, connection=connection, job_monitoring_interval=heartbeat_s,
-                        maintenance_interval=maintenance_s, worker_ttl=maintenance_s + 20)  # fmt: skip
+    worker = WarmWorker(
+        queues,
+        connection=connection,
+        job_monitoring_interval=heartbeat_s,
+        maintenance_interval=maintenance_s,
+        worker_ttl=maintenance_s + 20,
+    )
     worker.runtime = runtime
     worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
 
@@ -178,15 +195,21 @@ class RqBackend:
     def add(self, payload: dict[str, Any], priority: int = 0) -> str:
         queue = self.queues[queue_for(priority)]
         job = queue.enqueue(
-            run_job, payload, retry=Retry(max=len(RETRY_WAITS_S), interval=RETRY_WAITS_S), job_timeout=-1,
-            result_ttl=KEEP_S, failure_ttl=KEEP_S, meta={"priority": priority, "status_line": "queued"},
-        )  # fmt: skip
+            run_job,
+            payload,
+            retry=Retry(max=len(RETRY_WAITS_S), interval=RETRY_WAITS_S),
+            job_timeout=-1,
+            result_ttl=KEEP_S,
+            failure_ttl=KEEP_S,
+            meta={"priority": priority, "status_line": "queued"},
+        )
         return str(job.id)
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str:
         meta = {"priority": priority, "outcome": "failed", "last_error": reason, "status_line": "rejected at enqueue"}
-        job = RqJob.create(run_job, args=(payload,), connection=self.connection, result_ttl=KEEP_S,
-                           failure_ttl=KEEP_S, meta=meta)  # fmt: skip
+        job = RqJob.create(
+            run_job, args=(payload,), connection=self.connection, result_ttl=KEEP_S, failure_ttl=KEEP_S, meta=meta
+        )
         job.save()
         FailedJobRegistry(queue=self.queues[queue_for(priority)]).add(job, ttl=KEEP_S, exc_string=reason)
         return str(job.id)
@@ -219,11 +242,19 @@ class RqBackend:
             last_error = (latest.exc_string or "").strip().splitlines()[-1] if latest and latest.exc_string else None
         numbers = {key: int(meta.get(key, 0)) for key in ("frames_done", "frames_total", "chunk", "chunks_total")}
         return JobView(
-            id=str(job.id), status=status, priority=int(meta.get("priority", 0)), payload=dict(job.args[0]),
-            attempts=int(meta.get("attempts", 0)), max_attempts=len(RETRY_WAITS_S) + 1, last_error=last_error,
-            fps=float(meta.get("fps", 0.0)), eta_s=meta.get("eta_s"), status_line=meta.get("status_line"),
-            result=result if isinstance(result, dict) else None, **numbers,
-        )  # fmt: skip
+            id=str(job.id),
+            status=status,
+            priority=int(meta.get("priority", 0)),
+            payload=dict(job.args[0]),
+            attempts=int(meta.get("attempts", 0)),
+            max_attempts=len(RETRY_WAITS_S) + 1,
+            last_error=last_error,
+            fps=float(meta.get("fps", 0.0)),
+            eta_s=meta.get("eta_s"),
+            status_line=meta.get("status_line"),
+            result=result if isinstance(result, dict) else None,
+            **numbers,
+        )
 
     @staticmethod
     def status_of(status: RqStatus | None, meta: dict[str, Any]) -> JobStatus:

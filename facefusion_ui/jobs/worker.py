@@ -74,10 +74,14 @@ def read_log(store: JobStore, job_id: int) -> str:
 
 class Worker:
     def __init__(
-        self, store: JobStore, runtime: ModelRuntime, options: WorkerOptions,
-        registry: ProcessorRegistry | None = None, on_event: Callable[[Event], None] | None = None,
+        self,
+        store: JobStore,
+        runtime: ModelRuntime,
+        options: WorkerOptions,
+        registry: ProcessorRegistry | None = None,
+        on_event: Callable[[Event], None] | None = None,
         on_progress: Callable[[int, dict[str, Any]], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store = store
         self.runtime = runtime
         self.options = options
@@ -93,8 +97,9 @@ class Worker:
     # the loop -----------------------------------------------------------------------------------------------
     def run(self) -> None:
         """Work until stopped (or, with ``until_empty``, until nothing is queued or running)."""
-        threads = [threading.Thread(target=self._loop, name=f"job-{i}", daemon=True)
-                   for i in range(self.options.concurrency)]  # fmt: skip
+        threads = [
+            threading.Thread(target=self._loop, name=f"job-{i}", daemon=True) for i in range(self.options.concurrency)
+        ]
         for thread in threads:
             thread.start()
         try:
@@ -149,8 +154,10 @@ class Worker:
         started = time.perf_counter()
         try:
             sources, target, output, settings = payload_parts(job.payload)
-            log.write(f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
-                      f"preset {settings.preset}; processors {', '.join(settings.processors)}")  # fmt: skip
+            log.write(
+                f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
+                f"preset {settings.preset}; processors {', '.join(settings.processors)}"
+            )
             last_chunk = [0]
 
             def progress(state: dict[str, Any]) -> None:
@@ -163,8 +170,17 @@ class Worker:
                 if self.on_progress is not None:
                     self.on_progress(job.id, state)
 
-            result = process(settings, sources, target, output, runtime=self.runtime, registry=self.registry,
-                             progress=progress, work_dir=folder / "work", cancel=cancel).to_json()  # fmt: skip
+            result = process(
+                settings,
+                sources,
+                target,
+                output,
+                runtime=self.runtime,
+                registry=self.registry,
+                progress=progress,
+                work_dir=folder / "work",
+                cancel=cancel,
+            ).to_json()
             for note in result.get("recoveries", []):
                 log.write(f"warning: {note}")
             seconds = time.perf_counter() - started
@@ -172,8 +188,9 @@ class Worker:
             if self.store.complete(job.id, self.owner, result):
                 with self._lock:
                     self.completed.append(job.id)
-                self._announce({"event": "completed", "job": job.id, "output": str(output), "seconds": seconds,
-                                "result": result})  # fmt: skip
+                self._announce(
+                    {"event": "completed", "job": job.id, "output": str(output), "seconds": seconds, "result": result}
+                )
             if settings.release_models == "after_job":
                 self.runtime.release_all()
         except CancelledError:
@@ -213,19 +230,26 @@ class Worker:
 
     # notifications ----------------------------------------------------------------------------------------------
     def _announce(self, event: Event) -> None:
-        text = {"completed": "completed", "failed": "failed", "retrying": "will be retried",
-                "cancelled": "cancelled"}[event["event"]]  # fmt: skip
+        text = {"completed": "completed", "failed": "failed", "retrying": "will be retried", "cancelled": "cancelled"}[
+            event["event"]
+        ]
         detail = event.get("output") or event.get("error") or ""
         logger.info("job %s %s%s", event["job"], text, f": {detail}" if detail else "")
         if self.on_event is not None:
             self.on_event(event)
         if self.options.notify and event["event"] in ("completed", "failed") and shutil.which("notify-send"):
-            subprocess.run(["notify-send", "facefusion_ui", f"job {event['job']} {text} {detail}"], check=False,
-                           timeout=10)  # fmt: skip
+            subprocess.run(
+                ["notify-send", "facefusion_ui", f"job {event['job']} {text} {detail}"], check=False, timeout=10
+            )
         if self.options.on_complete and event["event"] == "completed":
             job = self.store.get(event["job"])
             try:
-                subprocess.run(shlex.split(self.options.on_complete), input=json.dumps(job.to_json()), text=True,
-                               check=False, timeout=300)  # fmt: skip
+                subprocess.run(
+                    shlex.split(self.options.on_complete),
+                    input=json.dumps(job.to_json()),
+                    text=True,
+                    check=False,
+                    timeout=300,
+                )
             except (OSError, subprocess.TimeoutExpired) as error:
                 logger.warning("--on-complete command failed for job %s: %s", event["job"], error)

@@ -32,17 +32,89 @@ from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
 FACE_OVAL = (
-    10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377,
-    152, 148, 176, 149, 150, 136, 172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109,
-)  # fmt: skip
+    10,
+    338,
+    297,
+    332,
+    284,
+    251,
+    389,
+    356,
+    454,
+    323,
+    361,
+    288,
+    397,
+    365,
+    379,
+    378,
+    400,
+    377,
+    152,
+    148,
+    176,
+    149,
+    150,
+    136,
+    172,
+    58,
+    132,
+    93,
+    234,
+    127,
+    162,
+    21,
+    54,
+    103,
+    67,
+    109,
+)
 BROWS = (70, 63, 105, 66, 107, 336, 296, 334, 293, 300)
 """Upper contours of both eyebrows."""
 EYES = (33, 133, 362, 263)
 MOUTH_CORNERS = (61, 291)
 LIPS = (
-    0, 13, 14, 17, 37, 39, 40, 61, 78, 80, 81, 82, 84, 87, 88, 91, 95, 146, 178, 181, 185, 191, 267, 269,
-    270, 291, 308, 310, 311, 312, 314, 317, 318, 321, 324, 375, 402, 405, 409, 415,
-)  # fmt: skip
+    0,
+    13,
+    14,
+    17,
+    37,
+    39,
+    40,
+    61,
+    78,
+    80,
+    81,
+    82,
+    84,
+    87,
+    88,
+    91,
+    95,
+    146,
+    178,
+    181,
+    185,
+    191,
+    267,
+    269,
+    270,
+    291,
+    308,
+    310,
+    311,
+    312,
+    314,
+    317,
+    318,
+    321,
+    324,
+    375,
+    402,
+    405,
+    409,
+    415,
+)
 SHAPE_WEIGHT = 0.5
 """How far the inner face (eyes, brows, nose, cheeks) moves toward the source's proportions. The
 outline stays on the target so the blend is seamless, and the lips stay so the expression is kept."""
@@ -168,9 +240,12 @@ def signed_areas(corners: np.ndarray) -> np.ndarray:
 
 
 def render_maps(
-    target_points: Points, target_depth: Points, source_points: Points, region: tuple[int, int, int, int],
+    target_points: Points,
+    target_depth: Points,
+    source_points: Points,
+    region: tuple[int, int, int, int],
     triangles: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each pixel of ``region`` in the target: where to read the source, and whether one of
     ``triangles`` (point indices) covers it."""
     x1, y1, x2, y2 = region

@@ -91,8 +91,9 @@ def build_api(services: Any) -> None:
         path = file_path(target_value)
         if path is None or not file_paths(source_values):
             raise InputError("give source photo(s) and a target")
-        job_id = services.enqueue(file_paths(source_values), path, output_name(path, services.outputs_dir),
-                                  services.settings())  # fmt: skip
+        job_id = services.enqueue(
+            file_paths(source_values), path, output_name(path, services.outputs_dir), services.settings()
+        )
         job = wait_for(services.store, job_id, timeout_s=3600)
         if job.status != "completed" or job.result is None:
             raise InputError(f"job {job_id} {job.status}: {job.last_error or 'no output'}")
@@ -114,9 +115,14 @@ class RunningUi:
 
 
 def start_ui(
-    host: str = "127.0.0.1", port: int = 7860, share: bool = False, auth: str | None = None,
-    preset: str | None = None, overrides: dict[str, Any] | None = None, home: Path | None = None,
-) -> RunningUi:  # fmt: skip
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    share: bool = False,
+    auth: str | None = None,
+    preset: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    home: Path | None = None,
+) -> RunningUi:
     """Launch without blocking; ``RunningUi.close()`` stops the page and its worker."""
     home = home or home_dir()
     prepare_environment(home)
@@ -131,10 +137,17 @@ def start_ui(
     demo.queue(default_concurrency_limit=4)
     try:
         demo.launch(
-            server_name=host, server_port=port, share=share, auth=credentials, prevent_thread_lock=True,
-            allowed_paths=[str(services.outputs_dir), str(services.uploads_dir)], show_error=True, quiet=True,
-            theme=gr.themes.Soft(), footer_links=[],
-        )  # fmt: skip
+            server_name=host,
+            server_port=port,
+            share=share,
+            auth=credentials,
+            prevent_thread_lock=True,
+            allowed_paths=[str(services.outputs_dir), str(services.uploads_dir)],
+            show_error=True,
+            quiet=True,
+            theme=gr.themes.Soft(),
+            footer_links=[],
+        )
     except Exception:
         services.stop()
         raise

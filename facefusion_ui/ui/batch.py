@@ -19,11 +19,24 @@ COLUMNS = ["id", "target", "status", "progress", "fps", "ETA s", "attempts", "er
 def table_rows(services: UiServices) -> list[list[Any]]:
     rows = []
     for job in services.store.jobs():
-        progress = f"{100 * job.frames_done / job.frames_total:.0f}%" if job.frames_total else (
-            "100%" if job.status == "completed" else "")  # fmt: skip
+        progress = (
+            f"{100 * job.frames_done / job.frames_total:.0f}%"
+            if job.frames_total
+            else ("100%" if job.status == "completed" else "")
+        )
         eta = f"{job.eta_s:.0f}" if job.eta_s is not None and job.status == "running" else ""
-        rows.append([job.id, Path(job.target).name, job.status, progress, f"{job.fps:.1f}", eta,
-                     f"{job.attempts}/{job.max_attempts}", job.last_error or ""])  # fmt: skip
+        rows.append(
+            [
+                job.id,
+                Path(job.target).name,
+                job.status,
+                progress,
+                f"{job.fps:.1f}",
+                eta,
+                f"{job.attempts}/{job.max_attempts}",
+                job.last_error or "",
+            ]
+        )
     return rows
 
 
@@ -38,10 +51,15 @@ def finished_outputs(services: UiServices) -> list[str]:
 
 def build_batch_tab(services: UiServices) -> None:
     with gr.Row():
-        sources = gr.File(label="Source face photo(s)", file_count="multiple", file_types=["image"],
-                          elem_id="batch-sources")  # fmt: skip
-        targets = gr.File(label="Targets (images or videos)", file_count="multiple", file_types=["image", "video"],
-                          elem_id="batch-targets")  # fmt: skip
+        sources = gr.File(
+            label="Source face photo(s)", file_count="multiple", file_types=["image"], elem_id="batch-sources"
+        )
+        targets = gr.File(
+            label="Targets (images or videos)",
+            file_count="multiple",
+            file_types=["image", "video"],
+            elem_id="batch-targets",
+        )
     with gr.Row():
         folder = gr.Textbox(value="batch", label=f"Output folder (inside {services.outputs_dir})")
         priority = gr.Number(value=0, precision=0, label="Priority (higher runs first)")
@@ -70,8 +88,9 @@ def build_batch_tab(services: UiServices) -> None:
         queued, rejected = [], []
         for target in target_paths:
             try:
-                queued.append(services.enqueue(source_paths, target, output_for(target, out_dir), settings,
-                                               int(level or 0)))  # fmt: skip
+                queued.append(
+                    services.enqueue(source_paths, target, output_for(target, out_dir), settings, int(level or 0))
+                )
             except FacefusionError as error:
                 rejected.append(f"{target.name}: {error}")
         text = f"queued {len(queued)} job(s)" + ("".join(f"\n- rejected {line}" for line in rejected))

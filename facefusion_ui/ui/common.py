@@ -31,8 +31,9 @@ def plain_errors(handler: Handler) -> Handler:
             raise
         except Exception as error:  # logged with its traceback for the developer, one line for the user
             logger.exception("UI action failed")
-            raise gr.Error(f"internal error ({type(error).__name__}: {error}); see the terminal log",
-                           print_exception=False) from error  # fmt: skip
+            raise gr.Error(
+                f"internal error ({type(error).__name__}: {error}); see the terminal log", print_exception=False
+            ) from error
 
     return wrapped  # type: ignore[return-value]
 

@@ -31,17 +31,26 @@ class UiServices:
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     @classmethod
-    def create(cls, home: Path | None = None, preset: str | None = None, overrides: dict[str, Any] | None = None,
-               start_worker: bool = True) -> UiServices:  # fmt: skip
+    def create(
+        cls,
+        home: Path | None = None,
+        preset: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        start_worker: bool = True,
+    ) -> UiServices:
         home = home or home_dir()
         state = build_state(preset=preset)
         if overrides:
             state.update(overrides)
         settings = state.snapshot()
         services = cls(
-            state=state, store=JobStore(home / "jobs.db"), runtime=ModelRuntime.create(settings),
-            registry=ProcessorRegistry.discover(), outputs_dir=home / "outputs", uploads_dir=home / "ui-uploads",
-        )  # fmt: skip
+            state=state,
+            store=JobStore(home / "jobs.db"),
+            runtime=ModelRuntime.create(settings),
+            registry=ProcessorRegistry.discover(),
+            outputs_dir=home / "outputs",
+            uploads_dir=home / "ui-uploads",
+        )
         services.outputs_dir.mkdir(parents=True, exist_ok=True)
         services.uploads_dir.mkdir(parents=True, exist_ok=True)
         if start_worker:
@@ -50,9 +59,12 @@ class UiServices:
 
     def start_worker(self, settings: Settings) -> None:
         options = WorkerOptions(
-            concurrency=settings.max_concurrent_jobs, memory_threshold_mb=settings.memory_threshold_mb, poll_s=0.3,
-            heartbeat_s=2.0, lease_s=15.0,
-        )  # fmt: skip
+            concurrency=settings.max_concurrent_jobs,
+            memory_threshold_mb=settings.memory_threshold_mb,
+            poll_s=0.3,
+            heartbeat_s=2.0,
+            lease_s=15.0,
+        )
         self.worker = Worker(self.store, self.runtime, options, registry=self.registry)
         self._thread = threading.Thread(target=self.worker.run, name="ui-worker", daemon=True)
         self._thread.start()

@@ -62,23 +62,36 @@ def chunk_value(text: str) -> int | str:
 def build_settings_tab(services: UiServices) -> None:
     settings = services.settings()
     with gr.Row():
-        preset = gr.Dropdown(list(choices(PresetName)), value=settings.preset, label="Memory preset",
-                             elem_id="settings-preset")  # fmt: skip
+        preset = gr.Dropdown(
+            list(choices(PresetName)), value=settings.preset, label="Memory preset", elem_id="settings-preset"
+        )
     table = gr.Markdown(preset_table(settings.preset), elem_id="settings-preset-table")
     with gr.Row():
-        providers = gr.CheckboxGroup(list(choices(ExecutionProvider)), value=list(settings.execution_providers),
-                                     label="Execution providers (in order)")  # fmt: skip
+        providers = gr.CheckboxGroup(
+            list(choices(ExecutionProvider)),
+            value=list(settings.execution_providers),
+            label="Execution providers (in order)",
+        )
         threads = gr.Slider(1, 16, value=settings.execution_threads, step=1, label="Frame workers / threads")
     with gr.Row():
-        detector = gr.Dropdown(list(choices(FaceDetectorModel)), value=settings.face_detector_model,
-                               label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
-                               elem_id="settings-detector")  # fmt: skip
-        interval = gr.Slider(1, 60, value=settings.face_detector_interval, step=1,
-                             label="Videos: full-frame detection every N frames, faces followed between")  # fmt: skip
+        detector = gr.Dropdown(
+            list(choices(FaceDetectorModel)),
+            value=settings.face_detector_model,
+            label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
+            elem_id="settings-detector",
+        )
+        interval = gr.Slider(
+            1,
+            60,
+            value=settings.face_detector_interval,
+            step=1,
+            label="Videos: full-frame detection every N frames, faces followed between",
+        )
     with gr.Row():
         current = settings.face_recognition_score
-        score = gr.Textbox(value="" if current is None else str(current),
-                           label="Identity match distance (blank: the recognizer's own)")  # fmt: skip
+        score = gr.Textbox(
+            value="" if current is None else str(current), label="Identity match distance (blank: the recognizer's own)"
+        )
         limit = gr.Number(value=settings.face_cache_limit, precision=0, label="Identity cache size")
         lifetime = gr.Number(value=settings.face_cache_lifetime, label="Identity lifetime (s of video)")
     with gr.Row():
@@ -88,30 +101,56 @@ def build_settings_tab(services: UiServices) -> None:
     save = gr.Button("Save settings", variant="primary", elem_id="settings-save")
     saved = gr.Markdown("", elem_id="settings-saved")
     gr.Markdown("### Models")
-    gr.Dataframe(value=model_rows(services), headers=["model", "role", "kind", "installed", "verified", "get it"],
-                 interactive=False)  # fmt: skip
+    gr.Dataframe(
+        value=model_rows(services),
+        headers=["model", "role", "kind", "installed", "verified", "get it"],
+        interactive=False,
+    )
 
     @plain_errors
     def choose_preset(name: str) -> tuple[str, Any, Any, Any, Any, Any]:
         """Show what the preset sets and put its values in the fields (saved with Save)."""
         values = next(p.values for p in load_presets() if p.name == name)
-        return (preset_table(name), gr.Slider(value=values["execution_threads"]),
-                gr.Number(value=values["face_cache_limit"]), gr.Number(value=values["face_cache_lifetime"]),
-                gr.Textbox(value=str(values["video_chunk_size"])), "")  # fmt: skip
+        return (
+            preset_table(name),
+            gr.Slider(value=values["execution_threads"]),
+            gr.Number(value=values["face_cache_limit"]),
+            gr.Number(value=values["face_cache_lifetime"]),
+            gr.Textbox(value=str(values["video_chunk_size"])),
+            "",
+        )
 
     @plain_errors
-    def run_save(name: str, chosen: list[str], workers: float, finder: str, every: float, match: str, size: float,
-                 life: float, length: str, codec: str, level: float) -> str:  # fmt: skip
+    def run_save(
+        name: str,
+        chosen: list[str],
+        workers: float,
+        finder: str,
+        every: float,
+        match: str,
+        size: float,
+        life: float,
+        length: str,
+        codec: str,
+        level: float,
+    ) -> str:
         if not chosen:
             raise SettingsError("choose at least one execution provider (cpu always works)")
         services.state.apply_preset(name)
-        result = services.save_settings({
-            "execution_providers": tuple(chosen), "execution_threads": int(workers),
-            "face_detector_model": finder, "face_detector_interval": int(every),
-            "face_recognition_score": match_distance(match),
-            "face_cache_limit": int(size), "face_cache_lifetime": float(life), "video_chunk_size": chunk_value(length),
-            "output_video_encoder": codec, "output_video_quality": int(level),
-        })  # fmt: skip
+        result = services.save_settings(
+            {
+                "execution_providers": tuple(chosen),
+                "execution_threads": int(workers),
+                "face_detector_model": finder,
+                "face_detector_interval": int(every),
+                "face_recognition_score": match_distance(match),
+                "face_cache_limit": int(size),
+                "face_cache_lifetime": float(life),
+                "video_chunk_size": chunk_value(length),
+                "output_video_encoder": codec,
+                "output_video_quality": int(level),
+            }
+        )
         return f"Saved (preset {result.preset}): applies to jobs queued from now on."
 
     preset.change(choose_preset, preset, [table, threads, limit, lifetime, chunk, saved])

@@ -53,36 +53,53 @@ def rgb(frame: Frame) -> np.ndarray:
     return np.ascontiguousarray(frame[:, :, ::-1])
 
 
-def choices_for(services: UiServices, processors: list[str], swapper: str, mode: str, position: int,
-                frame_number: int) -> dict[str, Any]:  # fmt: skip
+def choices_for(
+    services: UiServices, processors: list[str], swapper: str, mode: str, position: int, frame_number: int
+) -> dict[str, Any]:
     if not processors:
         raise InputError("choose at least one processor")
     return {
-        "processors": tuple(processors), "face_swapper_model": swapper, "face_selector_mode": mode,
-        "reference_face_position": int(position), "reference_frame_number": int(frame_number),
-    }  # fmt: skip
+        "processors": tuple(processors),
+        "face_swapper_model": swapper,
+        "face_selector_mode": mode,
+        "reference_face_position": int(position),
+        "reference_frame_number": int(frame_number),
+    }
 
 
 def build_single_tab(services: UiServices) -> None:
     settings = services.settings()
-    processor_choices = [name for name in services.registry.names()
-                         if name not in PROCESSOR_MODELS or installed(services, PROCESSOR_MODELS[name])]  # fmt: skip
+    processor_choices = [
+        name
+        for name in services.registry.names()
+        if name not in PROCESSOR_MODELS or installed(services, PROCESSOR_MODELS[name])
+    ]
     swapper_choices = [name for name in SWAPPER_MODELS if installed(services, name)]
     with gr.Row():
         with gr.Column():
-            sources = gr.File(label="Source face photo(s)", file_count="multiple", file_types=["image"],
-                              elem_id="single-sources")  # fmt: skip
+            sources = gr.File(
+                label="Source face photo(s)", file_count="multiple", file_types=["image"], elem_id="single-sources"
+            )
             target = gr.File(label="Target image or video", file_types=["image", "video"], elem_id="single-target")
             frame_number = gr.Slider(0, 1, value=0, step=1, label="Frame (reference and preview)")
-            faces = gr.Gallery(label="Faces in that frame: click one to use it as the reference", columns=6,
-                               height=160, elem_id="single-faces")  # fmt: skip
+            faces = gr.Gallery(
+                label="Faces in that frame: click one to use it as the reference",
+                columns=6,
+                height=160,
+                elem_id="single-faces",
+            )
             position = gr.Number(value=0, precision=0, label="Reference face (position, largest first)")
         with gr.Column():
-            processors = gr.CheckboxGroup(processor_choices, value=[p for p in settings.processors
-                                                                    if p in processor_choices] or ["face_swapper"],
-                                          label="Processors")  # fmt: skip
-            swapper = gr.Dropdown(swapper_choices, value=settings.face_swapper_model if settings.face_swapper_model
-                                  in swapper_choices else "mesh_warp", label="Face swapper model")  # fmt: skip
+            processors = gr.CheckboxGroup(
+                processor_choices,
+                value=[p for p in settings.processors if p in processor_choices] or ["face_swapper"],
+                label="Processors",
+            )
+            swapper = gr.Dropdown(
+                swapper_choices,
+                value=settings.face_swapper_model if settings.face_swapper_model in swapper_choices else "mesh_warp",
+                label="Face swapper model",
+            )
             mode = gr.Radio(list(choices(FaceSelectorMode)), value=settings.face_selector_mode, label="Which faces")
             gr.Markdown(model_notes(services))
             with gr.Row():
@@ -103,8 +120,10 @@ def build_single_tab(services: UiServices) -> None:
         if path is None:
             return [], gr.Slider(maximum=1, value=0), 0
         image, count = frame_of(path, int(frame))
-        found = sort_faces(FaceAnalyser(services.runtime).analyse(image, services.settings(), embeddings=False),
-                           services.settings().face_selector_order)  # fmt: skip
+        found = sort_faces(
+            FaceAnalyser(services.runtime).analyse(image, services.settings(), embeddings=False),
+            services.settings().face_selector_order,
+        )
         crops = []
         for number, face in enumerate(found):
             x1, y1, x2, y2 = face.bbox.astype(int)
@@ -119,26 +138,30 @@ def build_single_tab(services: UiServices) -> None:
         return int(event.index)
 
     @plain_errors
-    def run_preview(source_values: Any, target_value: Any, frame: float, chosen: list[str], model: str,
-                    selector: str, picked: float) -> np.ndarray:  # fmt: skip
+    def run_preview(
+        source_values: Any, target_value: Any, frame: float, chosen: list[str], model: str, selector: str, picked: float
+    ) -> np.ndarray:
         path = file_path(target_value)
         if path is None or not file_paths(source_values):
             raise InputError("add a source photo and a target first")
-        settings = services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked),
-                                                                int(frame)))  # fmt: skip
+        settings = services.settings().with_items(
+            **choices_for(services, chosen, model, selector, int(picked), int(frame))
+        )
         image, _ = frame_of(path, int(frame))
         pipeline = FramePipeline.build(settings, services.runtime, file_paths(source_values), services.registry)
         pipeline.set_reference_from(image)
         return rgb(pipeline.process(image, int(frame)))
 
     @plain_errors
-    def run_start(source_values: Any, target_value: Any, frame: float, chosen: list[str], model: str,
-                  selector: str, picked: float) -> tuple[int, str, Any]:  # fmt: skip
+    def run_start(
+        source_values: Any, target_value: Any, frame: float, chosen: list[str], model: str, selector: str, picked: float
+    ) -> tuple[int, str, Any]:
         path = file_path(target_value)
         if path is None or not file_paths(source_values):
             raise InputError("add a source photo and a target first")
-        settings = services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked),
-                                                                int(frame)))  # fmt: skip
+        settings = services.settings().with_items(
+            **choices_for(services, chosen, model, selector, int(picked), int(frame))
+        )
         new_id = services.enqueue(file_paths(source_values), path, output_name(path, services.outputs_dir), settings)
         return new_id, f"job {new_id} queued", gr.Timer(active=True)
 
@@ -149,8 +172,11 @@ def build_single_tab(services: UiServices) -> None:
         job = services.job(int(current))
         if job.status == "completed" and job.result is not None:
             output = job.result["output"]
-            shown = (gr.Video(value=output, visible=True), gr.Image(visible=False)) if job.result["kind"] == "video" \
-                else (gr.Video(visible=False), gr.Image(value=output, visible=True))  # fmt: skip
+            shown = (
+                (gr.Video(value=output, visible=True), gr.Image(visible=False))
+                if job.result["kind"] == "video"
+                else (gr.Video(visible=False), gr.Image(value=output, visible=True))
+            )
             return progress_line(job), *shown, gr.File(value=output, visible=True), gr.Timer(active=False)
         active = job.status in ("queued", "running")
         return progress_line(job), *hidden, gr.Timer(active=active)

@@ -25,10 +25,19 @@ MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2
 # settings that change how fast or how much memory a run takes, never its frames
 NOT_IN_FINGERPRINT = (
-    "preset", "execution_providers", "execution_device_id", "execution_threads", "frame_queue_size",
-    "max_concurrent_jobs", "release_models", "memory_threshold_mb", "keep_temp", "video_chunk_size",
-    "face_cache_limit", "fp16",
-)  # fmt: skip
+    "preset",
+    "execution_providers",
+    "execution_device_id",
+    "execution_threads",
+    "frame_queue_size",
+    "max_concurrent_jobs",
+    "release_models",
+    "memory_threshold_mb",
+    "keep_temp",
+    "video_chunk_size",
+    "face_cache_limit",
+    "fp16",
+)
 
 
 @dataclass(frozen=True)
@@ -131,8 +140,11 @@ class Manifest:
         """``chunk`` is finished; ``state``: the pipeline's state after it (for a resume)."""
         segment = self.work_dir / chunk.segment_name
         self.done[chunk.index] = {
-            "file": chunk.segment_name, "frames": frames, "bytes": segment.stat().st_size, "seconds": round(seconds, 3),
-        }  # fmt: skip
+            "file": chunk.segment_name,
+            "frames": frames,
+            "bytes": segment.stat().st_size,
+            "seconds": round(seconds, 3),
+        }
         self.saved_state = {"after_chunk": chunk.index, "state": state} if state is not None else None
         self.save()
 

@@ -78,10 +78,25 @@ def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video
     """Decode ``frames`` frames from ``start_time`` as raw YUV on stdout, upright (autorotate), one output
     frame per input frame (no duplication or dropping, also for variable frame rate)."""
     return [
-        ffmpeg, *QUIET, *SWS, *seek_args(start_time), "-i", str(source), "-map", "0:v:0", "-frames:v", str(frames),
-        *(["-vf", video_filter] if video_filter else []), "-fps_mode", "passthrough", "-f", "rawvideo",
-        "-pix_fmt", RAW_PIXELS, "-",
-    ]  # fmt: skip
+        ffmpeg,
+        *QUIET,
+        *SWS,
+        *seek_args(start_time),
+        "-i",
+        str(source),
+        "-map",
+        "0:v:0",
+        "-frames:v",
+        str(frames),
+        *(["-vf", video_filter] if video_filter else []),
+        "-fps_mode",
+        "passthrough",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        RAW_PIXELS,
+        "-",
+    ]
 
 
 def encode_args(
@@ -99,12 +114,34 @@ def encode_args(
     the colour matrix the frames were made with (an untagged file is decoded with another matrix by some
     players and by ffmpeg). The tags go on the input too: tagged only on the output, ffmpeg would convert
     every frame from the matrix it assumes for untagged input (slower, and shifted colours)."""
-    source = ["-f", "rawvideo", "-pix_fmt", RAW_PIXELS, "-s", f"{width}x{height}", "-framerate", fraction_text(fps),
-              *colour_tags]  # fmt: skip
+    source = [
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        RAW_PIXELS,
+        "-s",
+        f"{width}x{height}",
+        "-framerate",
+        fraction_text(fps),
+        *colour_tags,
+    ]
     return [
-        ffmpeg, *QUIET, *source, "-i", "-", "-an", "-c:v", encoder, *quality_args(encoder, quality),
-        *preset_args(encoder, preset), "-pix_fmt", RAW_PIXELS, *colour_tags, "-y", str(output),
-    ]  # fmt: skip
+        ffmpeg,
+        *QUIET,
+        *source,
+        "-i",
+        "-",
+        "-an",
+        "-c:v",
+        encoder,
+        *quality_args(encoder, quality),
+        *preset_args(encoder, preset),
+        "-pix_fmt",
+        RAW_PIXELS,
+        *colour_tags,
+        "-y",
+        str(output),
+    ]
 
 
 def concat_list(segments: list[Path]) -> str:
@@ -152,10 +189,27 @@ def assemble_args(
     audio_input = [*seek_args(audio_start), "-t", f"{duration:.6f}", "-i", str(source)] if audio is not None else []
     audio_map = ["-map", "1:a:0", *audio] if audio is not None else []
     return [
-        ffmpeg, *QUIET, "-f", "concat", "-safe", "0", "-i", str(list_file), *audio_input,
-        "-map", "0:v:0", "-c:v", "copy", *audio_map, "-movflags", "+faststart",
-        "-metadata", f"comment={comment}", "-y", str(output),
-    ]  # fmt: skip
+        ffmpeg,
+        *QUIET,
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        str(list_file),
+        *audio_input,
+        "-map",
+        "0:v:0",
+        "-c:v",
+        "copy",
+        *audio_map,
+        "-movflags",
+        "+faststart",
+        "-metadata",
+        f"comment={comment}",
+        "-y",
+        str(output),
+    ]
 
 
 def header_args(ffmpeg: str, source: Path) -> list[str]:
@@ -171,7 +225,13 @@ def packets_args(ffmpeg: str, source: Path) -> list[str]:
 def ffprobe_args(ffprobe: str, source: Path) -> list[str]:
     """Streams and container duration as JSON (the packet timestamps come from ``packets_args``)."""
     return [
-        ffprobe, "-v", "error", "-show_entries",
+        ffprobe,
+        "-v",
+        "error",
+        "-show_entries",
         "stream=index,codec_type,codec_name,width,height,pix_fmt,color_space,r_frame_rate:stream_side_data=rotation"
-        ":format=duration", "-of", "json", str(source),
-    ]  # fmt: skip
+        ":format=duration",
+        "-of",
+        "json",
+        str(source),
+    ]

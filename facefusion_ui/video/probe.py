@@ -55,11 +55,20 @@ class VideoInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "width": self.width, "height": self.height, "fps": f"{self.fps.numerator}/{self.fps.denominator}",
-            "frame_count": self.frame_count, "duration": round(self.duration, 6), "rotation": self.rotation,
-            "pix_fmt": self.pix_fmt, "codec": self.codec, "has_audio": self.has_audio, "vfr": self.vfr,
-            "colour_space": self.colour_space, "full_range": self.full_range, "audio_codec": self.audio_codec,
-        }  # fmt: skip
+            "width": self.width,
+            "height": self.height,
+            "fps": f"{self.fps.numerator}/{self.fps.denominator}",
+            "frame_count": self.frame_count,
+            "duration": round(self.duration, 6),
+            "rotation": self.rotation,
+            "pix_fmt": self.pix_fmt,
+            "codec": self.codec,
+            "has_audio": self.has_audio,
+            "vfr": self.vfr,
+            "colour_space": self.colour_space,
+            "full_range": self.full_range,
+            "audio_codec": self.audio_codec,
+        }
 
 
 @dataclass(frozen=True)
@@ -124,12 +133,17 @@ def parse_ffmpeg_header(text: str) -> Header | None:
         hours, minutes, seconds = duration_match.groups()
         duration = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
     return Header(
-        width=int(match.group("w")), height=int(match.group("h")), rotation=rotation,
-        pix_fmt=match.group("pix"), codec=match.group("codec"), has_audio=" Audio: " in text, duration=duration,
+        width=int(match.group("w")),
+        height=int(match.group("h")),
+        rotation=rotation,
+        pix_fmt=match.group("pix"),
+        codec=match.group("codec"),
+        has_audio=" Audio: " in text,
+        duration=duration,
         colour_space=colour_space_of(match.group("props")),
         audio_codec=audio.group("codec") if (audio := AUDIO_STREAM.search(text)) else None,
         full_range=full_range_of(match.group("pix"), match.group("props")),
-    )  # fmt: skip
+    )
 
 
 def parse_ffprobe_header(text: str) -> Header | None:
@@ -144,14 +158,17 @@ def parse_ffprobe_header(text: str) -> Header | None:
             rotation = normalise_rotation(float(side["rotation"]))
     duration = data.get("format", {}).get("duration")
     return Header(
-        width=int(video["width"]), height=int(video["height"]), rotation=rotation,
-        pix_fmt=str(video.get("pix_fmt", "unknown")), codec=str(video.get("codec_name", "unknown")),
+        width=int(video["width"]),
+        height=int(video["height"]),
+        rotation=rotation,
+        pix_fmt=str(video.get("pix_fmt", "unknown")),
+        codec=str(video.get("codec_name", "unknown")),
         has_audio=any(s.get("codec_type") == "audio" for s in streams),
         duration=float(duration) if duration not in (None, "N/A") else None,
         colour_space=video.get("color_space") if video.get("color_space") in COLOUR_SPACES else None,
         audio_codec=next((str(s.get("codec_name")) for s in streams if s.get("codec_type") == "audio"), None),
         full_range=str(video.get("pix_fmt", "")).startswith("yuvj") or video.get("color_range") == "pc",
-    )  # fmt: skip
+    )
 
 
 def parse_framecrc(text: str) -> tuple[Fraction, list[int], list[int]]:
@@ -223,11 +240,22 @@ def probe_video(path: Path) -> VideoInfo:
     times, fps, vfr, duration = frame_timing(time_base, pts, durations)
     width, height = upright(header.width, header.height, header.rotation)
     return VideoInfo(
-        path=str(path), width=width, height=height, fps=fps, frame_count=len(pts), duration=duration,
-        rotation=header.rotation, pix_fmt=header.pix_fmt, codec=header.codec, has_audio=header.has_audio, vfr=vfr,
-        frame_times=times, colour_space=header.colour_space, audio_codec=header.audio_codec,
+        path=str(path),
+        width=width,
+        height=height,
+        fps=fps,
+        frame_count=len(pts),
+        duration=duration,
+        rotation=header.rotation,
+        pix_fmt=header.pix_fmt,
+        codec=header.codec,
+        has_audio=header.has_audio,
+        vfr=vfr,
+        frame_times=times,
+        colour_space=header.colour_space,
+        audio_codec=header.audio_codec,
         full_range=header.full_range,
-    )  # fmt: skip
+    )
 
 
 def _reason(stderr: str) -> str:

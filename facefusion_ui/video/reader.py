@@ -98,10 +98,16 @@ class FrameReader:
     """Runs ``command`` (see ``commands.decode_args``) and puts ``expected`` frames of ``shape`` on ``output``."""
 
     def __init__(
-        self, command: list[str], shape: tuple[int, ...], first_index: int, expected: int,
-        output: BoundedQueue[FrameItem], stop: threading.Event, slots: threading.Semaphore,
+        self,
+        command: list[str],
+        shape: tuple[int, ...],
+        first_index: int,
+        expected: int,
+        output: BoundedQueue[FrameItem],
+        stop: threading.Event,
+        slots: threading.Semaphore,
         in_flight: InFlight | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.in_flight = in_flight
         self.command = command
         self.shape = shape

@@ -98,9 +98,15 @@ def in_flight_limit(settings: Settings) -> int:
 
 
 def run_chunk(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
-    frame_done: FrameDone, cancel: threading.Event | None = None,
-) -> ChunkRun:  # fmt: skip
+    ffmpeg: str,
+    info: VideoInfo,
+    chunk: Chunk,
+    segment: Path,
+    stages: FrameStages,
+    settings: Settings,
+    frame_done: FrameDone,
+    cancel: threading.Event | None = None,
+) -> ChunkRun:
     if settings.video_temp_frame_format is not None:
         return run_chunk_with_frames(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
     return run_streamed_chunk(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
@@ -108,9 +114,16 @@ def run_chunk(
 
 def _encoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, settings: Settings, segment: Path) -> list[str]:
     return encode_args(
-        ffmpeg, frames.width, frames.height, info.fps, settings.output_video_encoder, settings.output_video_quality,
-        settings.output_video_preset, frames.matrix.output_tags(), segment,
-    )  # fmt: skip
+        ffmpeg,
+        frames.width,
+        frames.height,
+        info.fps,
+        settings.output_video_encoder,
+        settings.output_video_quality,
+        settings.output_video_preset,
+        frames.matrix.output_tags(),
+        segment,
+    )
 
 
 def _decoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, start: int, count: int) -> list[str]:
@@ -124,9 +137,15 @@ def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, ti
 
 
 def run_streamed_chunk(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
-    frame_done: FrameDone, cancel: threading.Event | None = None,
-) -> ChunkRun:  # fmt: skip
+    ffmpeg: str,
+    info: VideoInfo,
+    chunk: Chunk,
+    segment: Path,
+    stages: FrameStages,
+    settings: Settings,
+    frame_done: FrameDone,
+    cancel: threading.Event | None = None,
+) -> ChunkRun:
     started = time.perf_counter()
     stop = threading.Event()
     frames = FrameFormat.of(info)
@@ -207,8 +226,10 @@ def run_streamed_chunk(
                 slots.release()
                 frame_done()
 
-    workers = [threading.Thread(target=guarded(work), name=f"frame-worker-{i}", daemon=True)
-               for i in range(settings.execution_threads)]  # fmt: skip
+    workers = [
+        threading.Thread(target=guarded(work), name=f"frame-worker-{i}", daemon=True)
+        for i in range(settings.execution_threads)
+    ]
     workers.append(threading.Thread(target=guarded(analyse), name="frame-analysis", daemon=True))
     write_thread = threading.Thread(target=guarded(write), name="frame-writer", daemon=True)
     try:
@@ -250,9 +271,15 @@ def run_streamed_chunk(
 
 
 def run_chunk_with_frames(
-    ffmpeg: str, info: VideoInfo, chunk: Chunk, segment: Path, stages: FrameStages, settings: Settings,
-    frame_done: FrameDone, cancel: threading.Event | None = None,
-) -> ChunkRun:  # fmt: skip
+    ffmpeg: str,
+    info: VideoInfo,
+    chunk: Chunk,
+    segment: Path,
+    stages: FrameStages,
+    settings: Settings,
+    frame_done: FrameDone,
+    cancel: threading.Event | None = None,
+) -> ChunkRun:
     """The temp-frames mode: the chunk's frames written to image files, processed, then encoded.
 
     Frames come from the same decoder and go to the same encoder as in streaming, converted to and from

@@ -71,6 +71,8 @@ def install_plugin(site: Path) -> Path:
 def registry_with_plugins() -> ProcessorRegistry:
     """Built-ins plus the test plugins (their module must be importable)."""
     entries = [ProcessorEntry(name, target, "built-in") for name, target in BUILTIN_PROCESSORS.items()]
-    entries += [ProcessorEntry(name, f"ffui_test_plugin:{cls}", "plugin from ffui-test-plugin")
-                for name, cls in (("invert", "Invert"), ("flaky", "Flaky"))]  # fmt: skip
+    entries += [
+        ProcessorEntry(name, f"ffui_test_plugin:{cls}", "plugin from ffui-test-plugin")
+        for name, cls in (("invert", "Invert"), ("flaky", "Flaky"))
+    ]
     return ProcessorRegistry(entries)

@@ -103,9 +103,15 @@ def panning_scene(width: int, height: int, frames: int) -> FrameMaker:
 
 
 def write_video(
-    path: Path, make: FrameMaker, frames: int, fps: Fraction = Fraction(25), audio: bool = False,
-    rotation: int = 0, frame_durations: list[float] | None = None, codec: str = "libx264",
-) -> Path:  # fmt: skip
+    path: Path,
+    make: FrameMaker,
+    frames: int,
+    fps: Fraction = Fraction(25),
+    audio: bool = False,
+    rotation: int = 0,
+    frame_durations: list[float] | None = None,
+    codec: str = "libx264",
+) -> Path:
     """Encode ``frames`` frames (from ``make``) with real ffmpeg; a sine tone when ``audio``."""
     ffmpeg = resolve_ffmpeg().path
     # like a phone: frames are stored sideways and the rotation tag (counter-clockwise) turns them upright
@@ -120,8 +126,22 @@ def write_video(
     raw = path.with_suffix(".raw.mkv") if (rotation or frame_durations) else path
     # odd sizes stay odd: yuv444p allows them (yuv420p would need padding)
     pixels = "yuv444p" if width % 2 or height % 2 else "yuv420p"
-    command = [ffmpeg, "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgr24", "-s",
-               f"{width}x{height}", "-framerate", f"{fps.numerator}/{fps.denominator}", "-i", "-"]  # fmt: skip
+    command = [
+        ffmpeg,
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        "bgr24",
+        "-s",
+        f"{width}x{height}",
+        "-framerate",
+        f"{fps.numerator}/{fps.denominator}",
+        "-i",
+        "-",
+    ]
     if audio:
         command += ["-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=44100:duration={float(frames / fps):.4f}"]
     command += ["-c:v", codec, "-crf", "12", "-pix_fmt", pixels, "-g", "12"]
@@ -136,8 +156,23 @@ def write_video(
     if frame_durations:
         return _retime(raw, path, frame_durations)
     if rotation:
-        subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-display_rotation", str(rotation), "-i",
-                        str(raw), "-c", "copy", "-y", str(path)], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                ffmpeg,
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-display_rotation",
+                str(rotation),
+                "-i",
+                str(raw),
+                "-c",
+                "copy",
+                "-y",
+                str(path),
+            ],
+            check=True,
+        )
         raw.unlink()
     return path
 
@@ -148,10 +183,33 @@ def _retime(raw: Path, path: Path, durations: list[float]) -> Path:
     stamps = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
     # commas inside a filter's argument are escaped for the filtergraph parser
     expression = "+".join(f"between(N\\,{i}\\,{i})*{t:.6f}" for i, t in enumerate(stamps))
-    subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(raw), "-vf",
-                    f"setpts=({expression})/TB", "-fps_mode", "passthrough", "-c:v", "libx264", "-preset",
-                    "ultrafast", "-crf", "12", "-pix_fmt", "yuv420p", "-video_track_timescale", "1000", "-y",
-                    str(path)], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            ffmpeg,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            str(raw),
+            "-vf",
+            f"setpts=({expression})/TB",
+            "-fps_mode",
+            "passthrough",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-crf",
+            "12",
+            "-pix_fmt",
+            "yuv420p",
+            "-video_track_timescale",
+            "1000",
+            "-y",
+            str(path),
+        ],
+        check=True,
+    )
     raw.unlink()
     return path
 
@@ -162,13 +220,34 @@ def decode_all(path: Path) -> list[np.ndarray]:
 
     info = probe_video(path)
     ffmpeg = resolve_ffmpeg().path
-    data = subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-sws_flags", "accurate_rnd+full_chroma_int",
-                           "-i", str(path), "-map", "0:v:0",
-                           "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"],
-                          capture_output=True, check=True).stdout  # fmt: skip
+    data = subprocess.run(
+        [
+            ffmpeg,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-sws_flags",
+            "accurate_rnd+full_chroma_int",
+            "-i",
+            str(path),
+            "-map",
+            "0:v:0",
+            "-fps_mode",
+            "passthrough",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "bgr24",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     size = info.width * info.height * 3
-    return [np.frombuffer(data[i : i + size], np.uint8).reshape(info.height, info.width, 3)
-            for i in range(0, len(data), size)]  # fmt: skip
+    return [
+        np.frombuffer(data[i : i + size], np.uint8).reshape(info.height, info.width, 3)
+        for i in range(0, len(data), size)
+    ]
 
 
 def talking_head(width: int, height: int, frames: int) -> FrameMaker:
