@@ -15,10 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import cv2
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from facefusion_ui.process_environment import configure_process
+
+configure_process()
+
+import cv2
 
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.payload import make_payload

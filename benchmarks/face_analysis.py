@@ -12,10 +12,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from facefusion_ui.process_environment import configure_process
+
+configure_process()
+
 import cv2
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh

@@ -20,9 +20,12 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-import cv2
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from facefusion_ui.process_environment import configure_process
+
+configure_process()
+
+import cv2
 
 from facefusion_ui.core import process
 from facefusion_ui.faces.analyser import FaceAnalyser

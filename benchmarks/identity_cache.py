@@ -12,9 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import cv2
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from facefusion_ui.process_environment import configure_process
+
+configure_process()
+
+import cv2
 
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.pipeline import FramePipeline

@@ -17,10 +17,13 @@ import tempfile
 from fractions import Fraction
 from pathlib import Path
 
-import cv2
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from facefusion_ui.process_environment import configure_process
+
+configure_process()
+
+import cv2
 
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from tests.support import media, videos

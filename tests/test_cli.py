@@ -134,3 +134,25 @@ def test_doctor_tells_when_cuda_was_requested_but_not_usable(run_cli: RunCli) ->
 )
 def test_no_command_means_ui(argv: list[str], expected: list[str]) -> None:
     assert normalise_argv(argv) == expected
+
+
+def test_importing_the_package_leaves_the_environment_alone_and_the_entry_point_sets_it() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    environment = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    script = (
+        "import os\n"
+        "import facefusion_ui.core, facefusion_ui.cli\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "facefusion_ui.cli.main(['presets', 'show', 'strict'])\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=environment, cwd=ROOT, check=True
+    )
+    lines = completed.stdout.splitlines()
+    assert lines[0] == "None"
+    assert lines[-1] == "1"

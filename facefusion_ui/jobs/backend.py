@@ -128,11 +128,15 @@ class SqliteBackend:
         self.store.remove(self._id(job_id))
 
 
+def is_redis_url(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://", "unix://"))
+
+
 def backend_for(url: str | None) -> QueueBackend:
     """``sqlite`` (default; the file under FACEFUSION_UI_HOME) or ``redis://HOST:PORT/DB``."""
     if not url or url == "sqlite":
         return SqliteBackend()
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if is_redis_url(url):
         from facefusion_ui.jobs.rq_backend import RqBackend
 
         return RqBackend.connect(url)

@@ -392,3 +392,14 @@ class JobStore:
         with self._read() as connection:
             row = connection.execute("SELECT value FROM settings WHERE key = 'paused'").fetchone()
         return bool(row and row[0] == "1")
+
+
+def wait_for(store: JobStore, job_id: int, timeout_s: float) -> Job:
+    """Until the job ends (for callers that queue and wait, like the UI); polls the row."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = store.get(job_id)
+        if job.status in ("completed", "failed", "cancelled"):
+            return job
+        time.sleep(0.2)
+    raise JobError(f"job {job_id} did not finish within {timeout_s:.0f} s")

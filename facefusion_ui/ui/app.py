@@ -76,8 +76,8 @@ def build_api(services: Any) -> None:
     """``/swap`` for scripts (gradio_client): the same queue as the page, waits for the result."""
     import gradio as gr
 
-    from facefusion_ui.cli_batch import wait_for
     from facefusion_ui.errors import InputError
+    from facefusion_ui.jobs.store import wait_for
     from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors
 
     with gr.Row(visible=False):

@@ -119,3 +119,21 @@ def run_models_import(args: argparse.Namespace) -> int:
     origin = "registered as a new model" if spec.registered else "matches the manifest"
     print(f"{spec.name} ({spec.role}): imported into {models_dir()}; {origin}")
     return 0
+
+
+def add_models_parser(commands: Any) -> None:
+    models = commands.add_parser("models", help="list, verify, download or import models")
+    model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    listing = model_commands.add_parser("list", help="known models and their state")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=run_models_list)
+    verify = model_commands.add_parser("verify", help="check sha256 of installed models")
+    verify.add_argument("names", nargs="*", metavar="NAME")
+    verify.set_defaults(handler=run_models_verify)
+    download = model_commands.add_parser("download", help="download models (resumable, verified)")
+    download.add_argument("names", nargs="+", metavar="NAME")
+    download.set_defaults(handler=run_models_download)
+    importing = model_commands.add_parser("import", help="add a model file you already have")
+    importing.add_argument("path", metavar="PATH")
+    importing.add_argument("--name", help="manifest name, when the file name does not say it")
+    importing.set_defaults(handler=run_models_import)

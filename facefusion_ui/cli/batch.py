@@ -1,25 +1,26 @@
-"""``run.py batch ...``: the persistent queue on the command line (SQLite by default)."""
+"""``run.py batch ...``: the persistent queue on the command line (SQLite by default, or Redis + RQ)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import os
 import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
+from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
+from facefusion_ui.errors import FacefusionError, InputError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.backend import JobView, QueueBackend, backend_for
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
-from facefusion_ui.jobs.store import Job, JobStore
+from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import JobStatus, choices
 
 logger = logging.getLogger(__name__)
 
@@ -227,50 +228,51 @@ def run_pause(args: argparse.Namespace) -> int:
     return 0
 
 
-def wait_for(store: JobStore, job_id: int, timeout_s: float) -> Job:
-    """Until the job ends (for callers that queue and wait, like the UI)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = store.get(job_id)
-        if job.status in ("completed", "failed", "cancelled"):
-            return job
-        time.sleep(0.2)
-    raise JobError(f"job {job_id} did not finish within {timeout_s:.0f} s")
-
-
-def run_rq_workers(args: argparse.Namespace, settings: Settings) -> int:
-    """``run.py worker --backend redis://...``: ``--concurrency`` warm worker processes on this machine."""
-    import multiprocessing
-
-    from facefusion_ui.jobs.rq_backend import RqBackend
-
-    RqBackend.connect(args.backend)  # a clear error now rather than in every worker
-    if args.gpu_id is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(args.gpu_id)
-    count = max(1, args.concurrency)
-    if count == 1:
-        rq_worker_process(args.backend, settings.to_json(), args.burst)
-        return 0
-    context = multiprocessing.get_context("spawn")
-    processes = [
-        context.Process(target=rq_worker_process, args=(args.backend, settings.to_json(), args.burst))
-        for _ in range(count)
-    ]
-    for child in processes:
-        child.start()
-    try:
-        for child in processes:
-            child.join()
-    except KeyboardInterrupt:
-        for child in processes:
-            child.terminate()
-        raise
-    return 0
-
-
-def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
-    from facefusion_ui.jobs.rq_backend import run_worker
-
-    settings = Settings.from_json(settings_json)
-    print(f"worker on {url}: models load on first use and stay warm", flush=True)
-    run_worker(url, ModelRuntime.create(settings), burst=burst)
+def add_batch_parser(commands: Any, processor_names: Sequence[str], backend: argparse.ArgumentParser) -> None:
+    batch = commands.add_parser("batch", help="the persistent job queue")
+    actions = batch.add_subparsers(dest="batch_command", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="queue jobs: sources x targets", parents=[backend])
+    add.add_argument("-s", "--source", dest="sources", action="append", required=True, metavar="SRC")
+    add.add_argument("-t", "--target", dest="targets", action="append", metavar="TARGET")
+    add.add_argument("--targets-dir", metavar="DIR", help="queue every matching file of a folder")
+    add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")
+    add.add_argument("--output-dir", required=True, metavar="OUT")
+    add.add_argument("--priority", type=int, default=0, help="higher runs first")
+    add_settings_arguments(add, processor_names=processor_names)
+    add.set_defaults(handler=lambda args: run_add(args, settings_from_args(args)))
+    importing = actions.add_parser("import", help="queue jobs from a JSON list", parents=[backend])
+    importing.add_argument("file", metavar="JOBS.json")
+    add_settings_arguments(importing)
+    importing.set_defaults(handler=lambda args: run_import(args, settings_from_args(args)))
+    listing = actions.add_parser("list", help="jobs and their progress", parents=[backend])
+    listing.add_argument("--status", choices=choices(JobStatus), action="append")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=run_list)
+    show = actions.add_parser("show", help="one job with its log", parents=[backend])
+    show.add_argument("id")
+    show.set_defaults(handler=run_show)
+    run = actions.add_parser("run", help="work through the queue")
+    run.add_argument("--until-empty", action="store_true", help="stop when nothing is queued")
+    run.add_argument("--concurrency", type=int, help="jobs at once (default: the preset's)")
+    run.add_argument("--notify", action="store_true", help="desktop notification per finished job")
+    run.add_argument("--on-complete", metavar="CMD", help="command run with the job's JSON on stdin")
+    run.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=30.0,
+        help="a job whose worker is silent this long goes back to the queue (default 30)",
+    )
+    add_settings_arguments(run)
+    run.set_defaults(handler=lambda args: run_worker(args, settings_from_args(args)))
+    cancel = actions.add_parser("cancel", help="cancel a job", parents=[backend])
+    cancel.add_argument("id")
+    cancel.set_defaults(handler=run_cancel)
+    retry = actions.add_parser("retry", help="queue failed jobs again", parents=[backend])
+    retry.add_argument("id", nargs="?")
+    retry.add_argument("--failed", action="store_true", help="every failed job")
+    retry.set_defaults(handler=run_retry)
+    remove = actions.add_parser("remove", help="delete a job", parents=[backend])
+    remove.add_argument("id")
+    remove.set_defaults(handler=run_remove)
+    for name, text in (("pause", "start no new job"), ("resume", "start jobs again")):
+        actions.add_parser(name, help=text).set_defaults(handler=run_pause)

@@ -1,0 +1,43 @@
+"""Parse, dispatch to a command's handler, and turn every error into one line and an exit code."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from facefusion_ui.cli.argv import normalise_argv
+from facefusion_ui.cli.parser import build_parser
+from facefusion_ui.errors import FacefusionError
+
+Handler = Callable[..., int]
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    arguments = normalise_argv(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in arguments
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(levelname)s %(message)s")
+    for chatty in ("httpx", "httpcore", "urllib3", "uvicorn.access"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    try:
+        args = build_parser().parse_args(arguments)
+        handler: Handler = args.handler
+        return handler(args)
+    except FacefusionError as error:
+        if verbose:
+            traceback.print_exc()
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if verbose:
+            traceback.print_exc()
+        detail = str(error).splitlines()[0] if str(error) else ""
+        print(
+            f"internal error: {type(error).__name__}: {detail} (run with --verbose and report it)",
+            file=sys.stderr,
+        )
+        return 1

@@ -1,0 +1,47 @@
+"""Warm RQ worker processes on this machine (``run.py worker --backend redis://...``).
+
+Each process loads its models on first use and keeps them for every job it takes (no fork per job).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.process_environment import configure_process
+from facefusion_ui.state_manager import Settings
+
+
+def run_rq_workers(url: str, settings: Settings, concurrency: int, gpu_id: int | None, burst: bool) -> None:
+    """``concurrency`` warm worker processes on this machine; returns when they all stop."""
+    from facefusion_ui.jobs.rq_backend import RqBackend
+
+    RqBackend.connect(url)  # a clear error now rather than in every worker
+    if gpu_id is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
+    count = max(1, concurrency)
+    if count == 1:
+        rq_worker_process(url, settings.to_json(), burst)
+        return
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=rq_worker_process, args=(url, settings.to_json(), burst)) for _ in range(count)]
+    for child in processes:
+        child.start()
+    try:
+        for child in processes:
+            child.join()
+    except KeyboardInterrupt:
+        for child in processes:
+            child.terminate()
+        raise
+
+
+def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
+    """One worker process's entry point (also the target of a spawned child)."""
+    configure_process()
+    from facefusion_ui.jobs.rq_backend import run_worker
+
+    settings = Settings.from_json(settings_json)
+    print(f"worker on {url}: models load on first use and stay warm", flush=True)
+    run_worker(url, ModelRuntime.create(settings), burst=burst)
