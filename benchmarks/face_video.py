@@ -30,6 +30,7 @@ import cv2
 from facefusion_ui.core import process
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
 from facefusion_ui.state_manager import StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
@@ -74,7 +75,10 @@ def main() -> None:
     settings = state.snapshot()
     runtime = ModelRuntime.create(settings)
     warm = videos.write_video(work / "warm.mp4", videos.moving_face(320, 240, fps), fps, fps=Fraction(fps))
-    process(settings, [face], warm, work / "warm_out.mp4", runtime=runtime, work_dir=work / "warm_work")
+    process(
+        SwapJob.of(settings, [face], warm, work / "warm_out.mp4"),
+        RunContext(runtime=runtime, work_dir=work / "warm_work"),
+    )
 
     def plain() -> None:
         subprocess.run(
@@ -98,7 +102,9 @@ def main() -> None:
 
     def ours() -> None:
         shutil.rmtree(work / "work", ignore_errors=True)
-        result = process(settings, [face], clip, work / "ours.mp4", runtime=runtime, work_dir=work / "work")
+        result = process(
+            SwapJob.of(settings, [face], clip, work / "ours.mp4"), RunContext(runtime=runtime, work_dir=work / "work")
+        )
         summaries.append(result.stats)
 
     times: dict[str, list[float]] = {"plain": [], "ours": []}

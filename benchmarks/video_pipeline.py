@@ -40,6 +40,7 @@ import cv2
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import Settings, StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
@@ -167,12 +168,17 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
         runtime = ModelRuntime.create(settings)
         # models load once per worker process, not per clip: warm them with a one-second job first
         warm = videos.write_video(work / "warm.mp4", videos.moving_face(320, 240, fps), fps, fps=Fraction(fps))
-        process(settings, [face], warm, work / "warm_out.mp4", runtime=runtime, work_dir=work / "warm_work")
+        process(
+            SwapJob.of(settings, [face], warm, work / "warm_out.mp4"),
+            RunContext(runtime=runtime, work_dir=work / "warm_work"),
+        )
         work_dir = work / f"work_{detector}"
 
         def ours(settings: Settings = settings, runtime: ModelRuntime = runtime, work_dir: Path = work_dir) -> None:
             shutil.rmtree(work_dir, ignore_errors=True)
-            process(settings, [face], clip, work / "ours.mp4", runtime=runtime, work_dir=work_dir)
+            process(
+                SwapJob.of(settings, [face], clip, work / "ours.mp4"), RunContext(runtime=runtime, work_dir=work_dir)
+            )
 
         contenders[f"ours, {detector}"] = ours
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}

@@ -13,9 +13,11 @@ class FacefusionError(Exception):
     exit_code = 1
     transient = False
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.detail = detail
+        """What a person debugging needs beyond the line (e.g. ffmpeg's stderr): job log and --verbose."""
 
     def __str__(self) -> str:
         return self.message
@@ -71,6 +73,12 @@ class FfmpegError(FacefusionError):
     transient = True
 
 
+class DiskFullError(FfmpegError):
+    """The disk of the output or work folder is full; the line names the folder and its free space."""
+
+    exit_code = 2
+
+
 class JobError(FacefusionError):
     """A job cannot be queued, found or changed in its current state."""
 
@@ -79,3 +87,13 @@ class JobError(FacefusionError):
 
 class CancelledError(FacefusionError):
     """The job was cancelled by the user."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM reached a run: a KeyboardInterrupt (every cleanup path applies) that carries the
+    line to print and the exit code (130 for Ctrl-C, 143 for SIGTERM)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code

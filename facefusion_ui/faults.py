@@ -56,6 +56,10 @@ class FaultInjection:
 
         raise RuntimeException(ONNXRUNTIME_OOM)
 
+    def wrap(self, stages: Any) -> Any:
+        """A ``RunContext.wrap_stages`` that puts this fault in front of the processors."""
+        return FaultyStages(stages, self)
+
 
 class FaultyStages:
     """Frame stages that run ``injection.check`` before the processors of each frame."""

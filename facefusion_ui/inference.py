@@ -168,6 +168,8 @@ class SessionPool:
         self.intra_op_threads = intra_op_threads
         self.stats = PoolStats()
         self.notices: list[str] = []
+        self.used_providers: set[ExecutionProvider] = set()
+        """The providers the loaded sessions really got (onnxruntime may fall back without saying so)."""
         self._notify = notify
         self._sessions: dict[SessionKey, Any] = {}
         self._lock = threading.Lock()
@@ -204,13 +206,14 @@ class SessionPool:
                     "'python run.py models verify' or download it again"
                 ) from error
         used = set(session.get_providers())
+        self.used_providers.update(name for name, onnx_name in ONNX_PROVIDER_NAMES.items() if onnx_name in used)
         for name in self.providers:
             onnx_name = ONNX_PROVIDER_NAMES[name]
             if name != "cpu" and onnx_name not in used:
-                self._warn_once(fallback_message(name, explain_provider_failure(log_lines)))
+                self.warn_once(fallback_message(name, explain_provider_failure(log_lines)))
         return session
 
-    def _warn_once(self, message: str) -> None:
+    def warn_once(self, message: str) -> None:
         if message in self.notices:
             return
         self.notices.append(message)

@@ -16,6 +16,7 @@ import cv2
 import numpy as np
 
 from facefusion_ui.core import process
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.state_manager import Settings
@@ -73,7 +74,7 @@ def test_killed_worker_resumes_every_job_exactly_once(tmp_path: Path) -> None:
     assert resumed.attempts == 2 and resumed.result is not None and resumed.result["chunks_skipped"] == 1
     reference = tmp_path / "reference.mp4"
     index = ids.index(interrupted)
-    process(CHUNKED, [face], clips[index], reference, work_dir=tmp_path / "reference-work")
+    process(SwapJob.of(CHUNKED, [face], clips[index], reference), RunContext(work_dir=tmp_path / "reference-work"))
     for got, want in zip(videos.decode_all(tmp_path / f"out{index}.mp4"), videos.decode_all(reference), strict=True):
         assert np.array_equal(got, want)
     for i in range(4):

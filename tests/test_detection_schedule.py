@@ -15,6 +15,7 @@ import pytest
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import ScheduleState, continues, group_size_at, plan_group, roi_box
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.chunks import chunk_length
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
@@ -110,7 +111,7 @@ def run(
     clips: dict[str, Path], runtime: ModelRuntime, name: str, output: Path, interval: int, detector: str = "dlib_hog"
 ) -> dict[str, Any]:
     settings = LOSSLESS.with_items(face_detector_interval=interval, face_detector_model=detector)
-    return process(settings, [clips["face"]], clips[name], output, runtime=runtime).to_json()
+    return process(SwapJob.of(settings, [clips["face"]], clips[name], output), RunContext(runtime=runtime)).to_json()
 
 
 def raw_frames(path: Path, width: int = 320, height: int = 240) -> np.ndarray:

@@ -14,6 +14,7 @@ from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources
 from facefusion_ui.inference import SessionPool
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.models import load_manifest
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.inswapper import read_emap, source_latent
@@ -71,7 +72,7 @@ def test_embedded_swap_carries_the_source_identity(
     target = tmp_path / "target.png"
     cv2.imwrite(str(target), target_image)
     output = tmp_path / "out.png"
-    result = process(SETTINGS, [astronaut_path], target, output, runtime=shared_runtime)
+    result = process(SwapJob.of(SETTINGS, [astronaut_path], target, output), RunContext(runtime=shared_runtime))
     expected = 1 if target_name == "grace_hopper" else 6
     assert result.stats["faces_swapped"] == expected and result.stats["faces_detected"] == expected
     assert result.stats["models_used"] == ["dlib_hog", "dlib_68", "mesh_warp", "mediapipe_face_mesh"]
@@ -87,11 +88,10 @@ def test_selector_modes_on_t1(shared_runtime: ModelRuntime, astronaut_path: Path
     counts = {}
     for mode in ("many", "one"):
         result = process(
-            SETTINGS.with_items(face_selector_mode=mode),
-            [astronaut_path],
-            target,
-            tmp_path / f"{mode}.png",
-            runtime=shared_runtime,
+            SwapJob.of(
+                SETTINGS.with_items(face_selector_mode=mode), [astronaut_path], target, tmp_path / f"{mode}.png"
+            ),
+            RunContext(runtime=shared_runtime),
         )
         counts[mode] = result.stats["faces_swapped"]
     assert counts == {"many": 6, "one": 1}
@@ -103,7 +103,9 @@ def test_selector_modes_on_t1(shared_runtime: ModelRuntime, astronaut_path: Path
     settings = SETTINGS.with_items(
         face_selector_mode="reference", face_selector_order="left-right", reference_face_position=2
     )
-    result = process(settings, [astronaut_path], target, tmp_path / "reference.png", runtime=shared_runtime)
+    result = process(
+        SwapJob.of(settings, [astronaut_path], target, tmp_path / "reference.png"), RunContext(runtime=shared_runtime)
+    )
     assert result.stats["faces_swapped"] == 1 and result.stats["recognizer_calls"] >= 6
     chosen = by_position[2]
     output = media.read(tmp_path / "reference.png")
@@ -122,7 +124,9 @@ def test_reference_from_the_source_person(shared_runtime: ModelRuntime, tmp_path
     source_path = tmp_path / "person.png"
     cv2.imwrite(str(source_path), crop)
     settings = SETTINGS.with_items(face_selector_mode="reference", reference_face_from="source")
-    result = process(settings, [source_path], media.t1_path(), tmp_path / "out.png", runtime=shared_runtime)
+    result = process(
+        SwapJob.of(settings, [source_path], media.t1_path(), tmp_path / "out.png"), RunContext(runtime=shared_runtime)
+    )
     assert result.stats["faces_swapped"] == 1
     output = media.read(tmp_path / "out.png")
     zone = face_zone([faces[4]], output.shape)
@@ -164,7 +168,7 @@ def test_inswapper_paste_back_changes_only_the_face(onnx_models: Path, astronaut
     settings = SETTINGS.with_items(face_swapper_model="inswapper_128")
     target = tmp_path / "grace.png"
     cv2.imwrite(str(target), media.grace_hopper())
-    result = process(settings, [astronaut_path], target, tmp_path / "out.png", runtime=runtime)
+    result = process(SwapJob.of(settings, [astronaut_path], target, tmp_path / "out.png"), RunContext(runtime=runtime))
     assert result.stats["faces_swapped"] == 1
     assert result.stats["models_used"] == ["dlib_hog", "dlib_68", "inswapper_128", "arcface_w600k_r50"]
     output = media.read(tmp_path / "out.png")
@@ -194,10 +198,10 @@ def test_enhancer_with_generated_gfpgan(onnx_models: Path, astronaut_path: Path,
     settings = SETTINGS.with_items(processors=("face_swapper", "face_enhancer"))
     target = tmp_path / "grace.png"
     cv2.imwrite(str(target), media.grace_hopper())
-    result = process(settings, [astronaut_path], target, tmp_path / "out.png", runtime=runtime)
+    result = process(SwapJob.of(settings, [astronaut_path], target, tmp_path / "out.png"), RunContext(runtime=runtime))
     assert "gfpgan_1.4" in result.stats["models_used"]
     assert result.stats["faces_swapped"] == result.stats["faces_enhanced"] == 1
-    plain = process(SETTINGS, [astronaut_path], target, tmp_path / "plain.png", runtime=runtime)
+    plain = process(SwapJob.of(SETTINGS, [astronaut_path], target, tmp_path / "plain.png"), RunContext(runtime=runtime))
     assert "faces_enhanced" not in plain.stats and plain.stats["faces_swapped"] == 1
     enhanced, swapped = media.read(tmp_path / "out.png"), media.read(Path(plain.output))
     face = FaceAnalyser(runtime).analyse(media.grace_hopper(), SETTINGS, embeddings=False)[0]

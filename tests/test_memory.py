@@ -16,6 +16,7 @@ from facefusion_ui.core import process
 from facefusion_ui.errors import FfmpegError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faults import ONNXRUNTIME_OOM, FaultInjection
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.memory import auto_chunk_seconds, is_out_of_memory, plan_budget, process_rss_mb, system_memory
 from facefusion_ui.state_manager import Settings
 from tests.conftest import ROOT
@@ -78,15 +79,17 @@ def test_injected_out_of_memory_is_survived_frame_exact(
     clip: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
     plain, recovered = tmp_path / "plain.mp4", tmp_path / "recovered.mp4"
-    process(LOSSLESS, [clip["face"]], clip["clip"], plain, runtime=shared_runtime, work_dir=tmp_path / "w1")
+    process(
+        SwapJob.of(LOSSLESS, [clip["face"]], clip["clip"], plain),
+        RunContext(runtime=shared_runtime, work_dir=tmp_path / "w1"),
+    )
     result = process(
-        LOSSLESS,
-        [clip["face"]],
-        clip["clip"],
-        recovered,
-        runtime=shared_runtime,
-        work_dir=tmp_path / "w2",
-        fault=FaultInjection(frame=30, times=2),
+        SwapJob.of(LOSSLESS, [clip["face"]], clip["clip"], recovered),
+        RunContext(
+            runtime=shared_runtime,
+            work_dir=tmp_path / "w2",
+            wrap_stages=FaultInjection(frame=30, times=2).wrap,
+        ),
     ).to_json()
     notes = result["recoveries"]
     assert len(notes) == 2
@@ -101,13 +104,14 @@ def test_third_failure_names_the_preset(clip: dict[str, Path], shared_runtime: M
     output = tmp_path / "out.mp4"
     with pytest.raises(OutOfMemory, match="--preset strict"):
         process(
-            LOSSLESS,
-            [clip["face"]],
-            clip["clip"],
-            output,
-            runtime=shared_runtime,
-            work_dir=tmp_path / "w",
-            fault=FaultInjection(frame=5, times=3, kind="memory"),
+            SwapJob.of(LOSSLESS, [clip["face"]], clip["clip"], output),
+            RunContext(
+                runtime=shared_runtime,
+                work_dir=tmp_path / "w",
+                wrap_stages=FaultInjection(frame=5, times=3, kind="memory").wrap
+                if FaultInjection(frame=5, times=3, kind="memory")
+                else None,
+            ),
         )
     assert not output.exists()
 
@@ -116,13 +120,8 @@ def test_other_errors_are_not_retried(clip: dict[str, Path], shared_runtime: Mod
     injection = FaultInjection(frame=5, times=5, kind="error")
     with pytest.raises(RuntimeError, match="injected failure"):
         process(
-            LOSSLESS,
-            [clip["face"]],
-            clip["clip"],
-            tmp_path / "o.mp4",
-            runtime=shared_runtime,
-            work_dir=tmp_path / "w",
-            fault=injection,
+            SwapJob.of(LOSSLESS, [clip["face"]], clip["clip"], tmp_path / "o.mp4"),
+            RunContext(runtime=shared_runtime, work_dir=tmp_path / "w", wrap_stages=injection.wrap),
         )
     assert injection.fired == 1
 

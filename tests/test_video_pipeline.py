@@ -16,6 +16,7 @@ import pytest
 from facefusion_ui.core import process
 from facefusion_ui.errors import FfmpegError, InputError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
@@ -89,7 +90,10 @@ def run(
     settings: Settings = FAST,
     **options: object,
 ) -> dict[str, Any]:
-    return process(settings, [clips["face"]], clips[target], output, runtime=runtime, **options).to_json()  # type: ignore[arg-type]
+    return process(
+        SwapJob.of(settings, [clips["face"]], clips[target], output),
+        RunContext(runtime=runtime, **options),  # type: ignore[arg-type]
+    ).to_json()
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 1000])

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import StateManager
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -95,27 +97,25 @@ def rerun(job: dict[str, Path], output: Path, home: Path, *extra: str) -> tuple[
 
 
 @pytest.fixture(scope="module")
-def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> list[np.ndarray]:
+def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> tuple[list[np.ndarray], dict[str, Any]]:
     """The same job run without interruption and in one chunk (otherwise the CLI's settings): the resumed
     run must equal it frame for frame, so the detection schedule's state was carried across the resume."""
     state = StateManager()
     state.apply_preset("balanced")
     state.update({"video_chunk_size": 1000, "output_video_quality": 100})
     output = job["folder"] / "reference.mp4"
-    process(
-        state.snapshot(),
-        [job["face"]],
-        job["clip"],
-        output,
-        runtime=shared_runtime,
-        work_dir=job["folder"] / "reference-work",
+    result = process(
+        SwapJob.of(state.snapshot(), [job["face"]], job["clip"], output),
+        RunContext(runtime=shared_runtime, work_dir=job["folder"] / "reference-work"),
     )
-    return videos.decode_all(output)
+    assert result.stats["manifest_reused"] is False, "a first run reuses nothing"
+    return videos.decode_all(output), result.stats
 
 
 def test_sigkill_in_the_middle_of_a_chunk_then_resume(
-    job: dict[str, Path], reference: list[np.ndarray], tmp_path: Path
+    job: dict[str, Path], reference: tuple[list[np.ndarray], dict[str, Any]], tmp_path: Path
 ) -> None:
+    reference_frames, reference_stats = reference
     home, output = tmp_path / "home", tmp_path / "out.mp4"
     running = start(job, output, home)
     wait_for_chunk_in_progress(home, running, done=2)
@@ -126,10 +126,14 @@ def test_sigkill_in_the_middle_of_a_chunk_then_resume(
     assert kept >= 2
     summary, _ = rerun(job, output, home)
     assert summary["chunks_skipped"] == kept and summary["chunks_done"] == 5 - kept
+    assert summary["manifest_reused"] is True
     assert summary["frames"] == FRAMES
+    # the counts cover the whole output, the reused chunks included
+    for key in ("faces_detected", "faces_selected", "faces_swapped"):
+        assert summary[key] == reference_stats[key], key
     frames = videos.decode_all(output)
-    assert len(frames) == len(reference) == FRAMES
-    for got, want in zip(frames, reference, strict=True):
+    assert len(frames) == len(reference_frames) == FRAMES
+    for got, want in zip(frames, reference_frames, strict=True):
         assert np.array_equal(got, want)
     assert not list(home.glob("work/*")), "the work folder is removed after success"
 
@@ -153,7 +157,10 @@ def test_ctrl_c_stops_cleanly_and_leaves_nothing_running(job: dict[str, Path], t
     assert any("ffmpeg" in child.name() for child in children)
     running.send_signal(signal.SIGINT)
     _, stderr = running.communicate(timeout=60)
-    assert running.returncode == 130 and stderr.strip().splitlines()[-1] == "interrupted"
+    assert running.returncode == 130
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted: finished chunks are kept; run the same command again to resume"
+    )
     assert "Traceback" not in stderr
     time.sleep(0.5)
     assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from facefusion_ui.cli.argv import normalise_argv
 from facefusion_ui.cli.parser import build_parser
-from facefusion_ui.errors import FacefusionError
+from facefusion_ui.errors import FacefusionError, RunInterrupted
 
 Handler = Callable[..., int]
 
@@ -27,8 +27,13 @@ def run(argv: Sequence[str] | None = None) -> int:
     except FacefusionError as error:
         if verbose:
             traceback.print_exc()
+        if verbose and error.detail:
+            print(error.detail, file=sys.stderr)
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
+    except RunInterrupted as interrupt:
+        print(interrupt.message, file=sys.stderr)
+        return interrupt.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

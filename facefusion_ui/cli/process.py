@@ -5,23 +5,47 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
-from facefusion_ui.errors import UsageError
+from facefusion_ui.errors import RunInterrupted, UsageError
 from facefusion_ui.faults import FaultInjection
+
+if TYPE_CHECKING:
+    from facefusion_ui.job import ProcessResult, SwapJob
 
 
 def run_process(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    from facefusion_ui.job import SwapJob
 
-    from facefusion_ui.core import process
-
+    stop_on_sigterm()
     settings = settings_from_args(args)
     if not args.sources or not args.target or not args.output:
         raise UsageError("process needs -s SOURCE, -t TARGET and -o OUTPUT (see 'run.py process --help')")
+    job = SwapJob.of(settings, args.sources, args.target, args.output)
+    try:
+        result = run_with_progress_bar(job)
+    except KeyboardInterrupt as interrupt:
+        if isinstance(interrupt, RunInterrupted):
+            raise
+        raise RunInterrupted(
+            "interrupted: finished chunks are kept; run the same command again to resume", 130
+        ) from None
+    print(json.dumps(result.to_json()) if args.json else summary_line(result.output, result.seconds, result.stats))
+    return 0
+
+
+def run_with_progress_bar(job: SwapJob) -> ProcessResult:
+    from tqdm import tqdm
+
+    from facefusion_ui.core import process
+    from facefusion_ui.job import RunContext
+
+    injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
+    fault = FaultInjection.parse(injected) if injected else None
     with tqdm(total=0, unit="frame", desc="processing", disable=None, leave=False) as bar:
 
         def progress(state: dict[str, Any]) -> None:
@@ -29,25 +53,27 @@ def run_process(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
             bar.update(state["frames_done"] - bar.n)
 
-        injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
-        fault = FaultInjection.parse(injected) if injected else None
-        result = process(
-            settings,
-            [Path(s) for s in args.sources],
-            Path(args.target),
-            Path(args.output),
-            progress=progress,
-            fault=fault,
+        return process(job, RunContext(progress=progress, wrap_stages=fault.wrap if fault else None))
+
+
+def summary_line(output: str, seconds: float, stats: dict[str, Any]) -> str:
+    """``out.mp4: 500 of 500 faces swapped in 3.1 s (3 of 8 chunks reused from an earlier run)``."""
+    swapped, detected = stats.get("faces_swapped", 0), stats.get("faces_detected", 0)
+    line = f"{output}: {swapped} of {detected} faces swapped in {seconds:.1f} s"
+    if stats.get("chunks_skipped"):
+        line += f" ({stats['chunks_skipped']} of {stats['chunks_total']} chunks reused from an earlier run)"
+    return line
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends a run as Ctrl-C does (ffmpeg stopped, finished chunks kept), with its own line and 143."""
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise RunInterrupted(
+            "stopped by SIGTERM: finished chunks are kept; run the same command again to resume", 128 + signum
         )
-    if args.json:
-        print(json.dumps(result.to_json()))
-    else:
-        stats = result.stats
-        print(
-            f"{result.output}: {stats.get('faces_swapped', 0)} of {stats.get('faces_detected', 0)} faces swapped "
-            f"in {result.seconds:.1f} s"
-        )
-    return 0
+
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def add_process_parser(commands: Any, processor_names: Sequence[str]) -> None:

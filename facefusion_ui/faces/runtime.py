@@ -19,7 +19,7 @@ import numpy as np
 
 from facefusion_ui.errors import DependencyError, ModelError
 from facefusion_ui.faces.source_cache import LruTtlCache
-from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, wants_fp16
+from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, fallback_message, wants_fp16
 from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import ExecutionProvider, Fp16Mode
@@ -174,6 +174,8 @@ class ModelRuntime:
     """Analysed source photos, by content hash: see ``faces.source.load_sources``."""
     _fp16: bool | None = None
     _resolved: dict[str, tuple[ModelSpec, Path]] = field(default_factory=dict)
+    _checked: set[ExecutionProvider] = field(default_factory=set)
+    """Providers already checked by ``warn_unusable_providers`` (a real session each: once per process)."""
 
     @classmethod
     def create(cls, settings: Settings, folder: Path | None = None) -> ModelRuntime:
@@ -222,6 +224,25 @@ class ModelRuntime:
         """An embedded model, held exclusively by this thread for the ``with`` block."""
         with self.embedded.using(self.spec(name)) as model:
             yield model
+
+    def warn_unusable_providers(self) -> None:
+        """Say once on stderr (and in the pool's notices) when a provider asked for cannot run here: the
+        embedded models never ask onnxruntime, so without this a CUDA request would go unanswered."""
+        for provider in self.sessions.providers:
+            if provider == "cpu" or provider in self._checked:
+                continue
+            self._checked.add(provider)
+            check = check_provider(provider, self.sessions.device_id)
+            if not check.usable:
+                self.sessions.warn_once(fallback_message(provider, check.reason))
+
+    def providers_used(self) -> list[str]:
+        """The providers that really ran models in this process: those the ONNX sessions got, and the
+        CPU for the embedded models (dlib, mediapipe) or when nothing else ran."""
+        used: list[str] = [name for name in self.sessions.providers if name in self.sessions.used_providers]
+        if self.embedded.loads or not used:
+            used = [*(name for name in used if name != "cpu"), "cpu"]
+        return used
 
     def release_all(self) -> None:
         """Free every model; the source cache stays (it is small and saves a recognizer run per job)."""

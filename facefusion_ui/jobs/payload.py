@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.core import check_paths
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_source
+from facefusion_ui.media_files import check_paths
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.probe import probe_header
 

@@ -29,6 +29,7 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegist
 from facefusion_ui.core import process
 from facefusion_ui.errors import CancelledError, FacefusionError, JobError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.jobs.backend import JobView
 from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.jobs.worker import JobLog
@@ -89,14 +90,8 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
 
     try:
         result = process(
-            settings,
-            sources,
-            target,
-            output,
-            runtime=runtime,
-            progress=progress,
-            work_dir=folder / "work",
-            cancel=cancel,
+            SwapJob.of(settings, sources, target, output),
+            RunContext(runtime=runtime, progress=progress, work_dir=folder / "work", cancel=cancel),
         ).to_json()
     except CancelledError:
         log.write("cancelled")

@@ -26,6 +26,7 @@ from typing import Any
 from facefusion_ui.core import process
 from facefusion_ui.errors import CancelledError, FacefusionError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.jobs.store import Job, JobStore
 from facefusion_ui.memory import system_memory
@@ -171,15 +172,14 @@ class Worker:
                     self.on_progress(job.id, state)
 
             result = process(
-                settings,
-                sources,
-                target,
-                output,
-                runtime=self.runtime,
-                registry=self.registry,
-                progress=progress,
-                work_dir=folder / "work",
-                cancel=cancel,
+                SwapJob.of(settings, sources, target, output),
+                RunContext(
+                    runtime=self.runtime,
+                    registry=self.registry,
+                    progress=progress,
+                    work_dir=folder / "work",
+                    cancel=cancel,
+                ),
             ).to_json()
             for note in result.get("recoveries", []):
                 log.write(f"warning: {note}")

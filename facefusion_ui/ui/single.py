@@ -10,11 +10,11 @@ from typing import Any
 import gradio as gr
 import numpy as np
 
-from facefusion_ui.core import media_kind
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.selector import sort_faces
 from facefusion_ui.faces.source import read_image
+from facefusion_ui.media_files import media_kind
 from facefusion_ui.models import download_command, model_state
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.types import FaceSelectorMode, Frame, choices

@@ -136,17 +136,31 @@ class Manifest:
     def is_done(self, chunk: Chunk) -> bool:
         return chunk.index in self.done
 
-    def record(self, chunk: Chunk, frames: int, seconds: float, state: dict[str, Any] | None = None) -> None:
-        """``chunk`` is finished; ``state``: the pipeline's state after it (for a resume)."""
+    def record(
+        self,
+        chunk: Chunk,
+        frames: int,
+        seconds: float,
+        state: dict[str, Any] | None = None,
+        counts: dict[str, int] | None = None,
+    ) -> None:
+        """``chunk`` is finished; ``state``: the pipeline's state after it (for a resume); ``counts``: what
+        was done in it (faces swapped...), so that a resumed run reports the whole output."""
         segment = self.work_dir / chunk.segment_name
         self.done[chunk.index] = {
             "file": chunk.segment_name,
             "frames": frames,
             "bytes": segment.stat().st_size,
             "seconds": round(seconds, 3),
+            "counts": dict(counts or {}),
         }
         self.saved_state = {"after_chunk": chunk.index, "state": state} if state is not None else None
         self.save()
+
+    def counts_of(self, chunk: Chunk) -> dict[str, int]:
+        """What was done in a finished chunk (empty for manifests written before counts were kept)."""
+        counts = self.done.get(chunk.index, {}).get("counts", {})
+        return {str(key): int(value) for key, value in counts.items()} if isinstance(counts, dict) else {}
 
     def state_after(self, index: int) -> dict[str, Any] | None:
         """The pipeline's state saved after chunk ``index``, None when that is not the one saved."""

@@ -6,9 +6,10 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from facefusion_ui.errors import DependencyError
+from facefusion_ui.errors import DependencyError, DiskFullError, FfmpegError
 
 FfmpegSource = Literal["environment", "system", "imageio-ffmpeg"]
 
@@ -81,3 +82,18 @@ def stderr_tail(text: str, lines: int = 6) -> str:
     """The last meaningful lines of ffmpeg's stderr, joined on one line for an error message."""
     kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return " | ".join(kept[-lines:])
+
+
+def ffmpeg_failure(what: str, stderr: str, folder: Path) -> FfmpegError:
+    """The error for a failed ffmpeg run: a full disk becomes one plain line naming ``folder`` and its
+    free space; ffmpeg's own words go into ``detail`` (job log, ``--verbose``) instead of the line."""
+    detail = stderr_tail(stderr, 20)
+    if "No space left on device" in stderr or "ENOSPC" in stderr:
+        try:
+            free_mb = shutil.disk_usage(folder).free // 2**20
+        except OSError:
+            free_mb = 0
+        return DiskFullError(
+            f"no space left in {folder} ({free_mb} MiB free): free some space or choose another folder", detail
+        )
+    return FfmpegError(f"{what}: {stderr_tail(stderr)}", detail)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import InputError
+from facefusion_ui.media_files import file_problem
 from facefusion_ui.video.commands import ffprobe_args, header_args, packets_args
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, resolve_ffprobe, run_tool, stderr_tail
 
@@ -221,16 +222,24 @@ def probe_header(path: Path) -> Header:
         completed = run_tool(header_args(ffmpeg, path), timeout_s=120)
         header = parse_ffmpeg_header(completed.stderr)
     if header is None:
+        if has_only_audio(completed.stdout + completed.stderr):
+            raise InputError(f"{path} has no video stream (only audio): choose a video file")
         raise InputError(
             f"cannot read {path} as a video ({_reason(completed.stderr)}): use an MP4, MOV, MKV, AVI or WebM file"
         )
     return header
 
 
+def has_only_audio(text: str) -> bool:
+    """Whether ``ffmpeg -i`` (or ffprobe's JSON) lists an audio stream and no video stream."""
+    return bool(AUDIO_STREAM.search(text) or '"codec_type": "audio"' in text) and '"codec_type": "video"' not in text
+
+
 def probe_video(path: Path) -> VideoInfo:
     """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
-    if not path.is_file():
-        raise InputError(f"video {path} does not exist: check the path")
+    problem = file_problem(path)
+    if problem is not None:
+        raise InputError(f"video {path} {problem}: check the path")
     ffmpeg = resolve_ffmpeg().path
     header = probe_header(path)
     packets = run_tool(packets_args(ffmpeg, path))

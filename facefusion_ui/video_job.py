@@ -1,0 +1,307 @@
+"""A video job: plan the chunks, run each (resuming from the manifest, recovering from running out of
+memory), join the segments with the source audio, and report what was done over the whole output."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import logging
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from facefusion_ui import __version__
+from facefusion_ui.errors import InputError, OutOfMemory
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import largest_group
+from facefusion_ui.inference import SessionPool
+from facefusion_ui.job import ProcessResult, RunContext, SwapJob
+from facefusion_ui.memory import (
+    MemoryBudget,
+    is_out_of_memory,
+    peak_rss_mb,
+    plan_budget,
+    probe_gpus,
+    return_free_memory,
+)
+from facefusion_ui.paths import home_dir
+from facefusion_ui.pipeline import FramePipeline, VideoState
+from facefusion_ui.presets import PRESET_KEYS
+from facefusion_ui.progress import FrameProgress
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.video.chunks import (
+    Chunk,
+    Manifest,
+    chunk_length,
+    fingerprint,
+    frame_range,
+    plan_chunks,
+    remove_work_dir,
+)
+from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
+from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
+from facefusion_ui.video.probe import VideoInfo, probe_video
+from facefusion_ui.video.stream import ChunkRun, FrameStages, read_frame, run_chunk
+
+logger = logging.getLogger(__name__)
+MAX_CHUNK_ATTEMPTS = 3
+COUNTED = ("faces_detected", "faces_selected", "faces_swapped", "faces_enhanced")
+"""The pipeline's counts recorded per chunk, so that a resumed run reports the whole output."""
+
+
+def default_work_dir(target: Path, output: Path) -> Path:
+    """Where a job keeps its segments and manifest: the same command finds them again to resume."""
+    key = hashlib.sha256(f"{target.resolve()}\n{output.resolve()}".encode()).hexdigest()[:16]
+    return home_dir() / "work" / key
+
+
+def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
+    gpus = probe_gpus() if any(p != "cpu" for p in settings.execution_providers) else []
+    return plan_budget(
+        info.width,
+        info.height,
+        float(info.fps),
+        settings.frame_queue_size,
+        settings.execution_threads,
+        settings.video_chunk_size,
+        settings.memory_threshold_mb,
+        gpu_free_mb=gpus[0].free_mb if gpus else None,
+        held=largest_group(settings.face_detector_interval),
+    )
+
+
+def effective_values(settings: Settings, runtime: ModelRuntime) -> dict[str, Any]:
+    """What the preset and options amount to for this job (reported in --json); the providers are the
+    ones that really ran, not the ones asked for."""
+    values = {key: settings.to_dict()[key] for key in (*PRESET_KEYS, "face_identity_cache")}
+    return {**values, "execution_providers": runtime.providers_used()}
+
+
+def lighter(settings: Settings) -> Settings:
+    """The next attempt after running out of memory: half the queues, one frame worker."""
+    return settings.with_items(frame_queue_size=max(1, settings.frame_queue_size // 2), execution_threads=1)
+
+
+def output_comment(settings: Settings) -> str:
+    processors = ", ".join(settings.processors)
+    swapper = settings.face_swapper_model
+    return f"faces swapped by facefusion_ui {__version__} (processors: {processors}; swapper: {swapper})"
+
+
+def counts_of(summary: dict[str, Any]) -> Counter[str]:
+    return Counter({key: int(summary[key]) for key in COUNTED if key in summary})
+
+
+@dataclass(frozen=True)
+class VideoPlan:
+    info: VideoInfo
+    first: int
+    last: int
+    budget: MemoryBudget
+    settings: Settings
+    """The job's settings with the queue size the memory budget allows."""
+    frames_per_chunk: int
+    chunks: list[Chunk]
+
+    @classmethod
+    def make(cls, settings: Settings, target: Path) -> VideoPlan:
+        info = probe_video(target)
+        first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
+        if last <= first:
+            raise InputError(
+                f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
+                f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
+            )
+        budget = budget_for(settings, info)
+        settings = settings.with_items(frame_queue_size=budget.queue_size)
+        frames = chunk_length(budget.chunk_seconds, float(info.fps), largest_group(settings.face_detector_interval))
+        return cls(info, first, last, budget, settings, frames, plan_chunks(first, last, frames))
+
+
+class VideoRun:
+    """One run of a video job; ``run()`` once."""
+
+    def __init__(self, job: SwapJob, context: RunContext, runtime: ModelRuntime) -> None:
+        self.job = job
+        self.context = context
+        self.runtime = runtime
+        self.ffmpeg = resolve_ffmpeg().path
+        self.plan = VideoPlan.make(job.settings, job.target)
+        self.settings = self.plan.settings
+        self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry)
+        self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
+        key = fingerprint(self.settings, self.pipeline.sources.key, job.target, self.plan.chunks)
+        self.manifest = Manifest.open(self.work_dir, key, self.plan.chunks)
+        self.tracker = FrameProgress(self.plan.last - self.plan.first, len(self.plan.chunks), context.progress)
+        self.stages: FrameStages = context.wrap_stages(self.pipeline) if context.wrap_stages else self.pipeline
+        self.chunk_runs: list[ChunkRun] = []
+        self.recoveries: list[str] = []
+        self.reused = 0
+        self.counts: Counter[str] = Counter()
+
+    def run(self) -> ProcessResult:
+        started = time.perf_counter()
+        self._set_reference()
+        self._run_chunks()
+        assemble(
+            self.ffmpeg, self.manifest, self.plan.info, self.plan.first, self.plan.last, self.settings, self.job.output
+        )
+        if not self.settings.keep_temp:
+            remove_work_dir(self.work_dir)
+        if self.settings.release_models in ("after_job", "after_chunk"):
+            self.pipeline.release()
+        elapsed = time.perf_counter() - started
+        return ProcessResult(str(self.job.output), "video", elapsed, self._stats(elapsed))
+
+    def _set_reference(self) -> None:
+        settings = self.settings
+        if settings.face_selector_mode == "reference" and settings.reference_face_from == "frame":
+            index = min(settings.reference_frame_number, self.plan.info.frame_count - 1)
+            self.pipeline.set_reference_from(read_frame(self.ffmpeg, self.plan.info, index))
+
+    def _run_chunks(self) -> None:
+        carried = False  # whether the pipeline's state comes from the chunk just run
+        for chunk in self.plan.chunks:
+            self.tracker.chunk_index = chunk.index
+            if self.manifest.is_done(chunk):
+                self.reused += 1
+                self.counts.update(self.manifest.counts_of(chunk))
+                self.tracker.skip(chunk.frames)
+                carried = False
+                continue
+            if not carried:  # the job's start, or a resume: the state saved after the chunk before, if any
+                saved = self.manifest.state_after(chunk.index - 1)
+                self.pipeline.start_video(self.plan.first, VideoState.from_json(saved) if saved is not None else None)
+            before = counts_of(self.pipeline.summary())
+            run = self._run_chunk_recovering(chunk)
+            done = counts_of(self.pipeline.summary())
+            done.subtract(before)
+            os.replace(self.work_dir / f"part_{chunk.segment_name}", self.work_dir / chunk.segment_name)
+            state = self.pipeline.video_state().to_json()
+            self.manifest.record(chunk, run.frames, run.seconds, state, counts=dict(+done))
+            self.counts.update(+done)
+            carried = True
+            self.chunk_runs.append(run)
+            if self.settings.release_models == "after_chunk":
+                self.pipeline.release()
+            gc.collect()
+            return_free_memory()
+
+    def _run_chunk_recovering(self, chunk: Chunk) -> ChunkRun:
+        """Run a chunk; on out-of-memory free everything, lighten, retry; the second retry on a GPU runs
+        the chunk on the CPU; a third failure fails the job with the preset to use."""
+        partial = self.work_dir / f"part_{chunk.segment_name}"
+        attempt_settings = self.settings
+        gpu_pool: SessionPool | None = None
+        state = self.pipeline.video_state()
+        try:
+            for attempt in range(MAX_CHUNK_ATTEMPTS):
+                done_before = self.tracker.frames_done
+                try:
+                    self.pipeline.restore_video_state(state)  # a retry starts the chunk as the first attempt did
+                    self.pipeline.begin_chunk()
+                    return run_chunk(
+                        self.ffmpeg,
+                        self.plan.info,
+                        chunk,
+                        partial,
+                        self.stages,
+                        attempt_settings,
+                        self.tracker.advance,
+                        self.context.cancel,
+                    )
+                except BaseException as error:
+                    if not is_out_of_memory(error):
+                        raise
+                    self.tracker.rewind(self.tracker.frames_done - done_before)
+                    attempt_settings, pool = self._recover(chunk, attempt, attempt_settings, error)
+                    gpu_pool = gpu_pool or pool
+            raise AssertionError("unreachable")
+        finally:
+            if gpu_pool is not None:
+                self.pipeline.runtime.sessions.release_all()
+                self.pipeline.runtime.sessions = gpu_pool
+
+    def _recover(
+        self, chunk: Chunk, attempt: int, settings: Settings, error: BaseException
+    ) -> tuple[Settings, SessionPool | None]:
+        """After running out of memory: release, lighten, and on the second retry leave the GPU.
+        Returns the next attempt's settings and the GPU pool set aside, if any."""
+        self.pipeline.release()
+        gc.collect()
+        if attempt + 1 == MAX_CHUNK_ATTEMPTS:
+            raise OutOfMemory(
+                f"out of memory on chunk {chunk.index + 1} after {MAX_CHUNK_ATTEMPTS} attempts ({error}): "
+                "run again with --preset strict (or lightweight), or a smaller --video-chunk-size"
+            ) from error
+        next_settings = lighter(settings)
+        note = (
+            f"out of memory on chunk {chunk.index + 1} (attempt {attempt + 1}): released models and caches, "
+            f"queue {settings.frame_queue_size} -> {next_settings.frame_queue_size}, "
+            f"threads {settings.execution_threads} -> {next_settings.execution_threads}"
+        )
+        set_aside = None
+        runtime = self.pipeline.runtime
+        if attempt == 1 and runtime.sessions.providers != ("cpu",):
+            set_aside = runtime.sessions
+            runtime.sessions = SessionPool(("cpu",), 0, next_settings.execution_threads)
+            note += "; this chunk falls back to the CPU"
+        logger.warning(note)
+        self.recoveries.append(note)
+        return next_settings, set_aside
+
+    def _stats(self, elapsed: float) -> dict[str, Any]:
+        plan = self.plan
+        processed_frames = sum(run.frames for run in self.chunk_runs)
+        return {
+            **self.pipeline.summary(),
+            **{key: self.counts[key] for key in COUNTED if key != "faces_enhanced" or key in self.counts},
+            "frames": plan.last - plan.first,
+            "frames_converted": sum(run.frames_converted for run in self.chunk_runs),
+            "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
+            "chunks_total": len(plan.chunks),
+            "chunks_done": len(plan.chunks) - self.reused,
+            "chunks_skipped": self.reused,
+            "chunk_seconds": plan.budget.chunk_seconds,
+            "chunk_frames": plan.frames_per_chunk,
+            "memory_budget": plan.budget.to_json(),
+            "settings_effective": effective_values(self.settings, self.runtime),
+            "execution_providers": self.runtime.providers_used(),
+            "recoveries": self.recoveries,
+            "manifest_reused": self.reused > 0,
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+            "queues": self.chunk_runs[-1].queues if self.chunk_runs else {},
+            "video": plan.info.to_json(),
+        }
+
+
+def assemble(
+    ffmpeg: str, manifest: Manifest, info: VideoInfo, first: int, last: int, settings: Settings, output: Path
+) -> None:
+    """Concatenate the segments and mux the source audio once over the trimmed range, atomically."""
+    list_file = manifest.work_dir / "segments.txt"
+    list_file.write_text(concat_list(manifest.segments()), encoding="utf-8")
+    duration = (last - first) / float(info.fps)
+    temporary = output.with_name(f".{output.stem}.part{output.suffix}")
+    trimmed = first > 0 or last < info.frame_count
+    audio = audio_codec_args(info.audio_codec, output, trimmed) if info.has_audio else None
+    command = assemble_args(
+        ffmpeg,
+        list_file,
+        Path(info.path),
+        audio,
+        info.seek_time(first) if first else 0.0,
+        duration,
+        output_comment(settings),
+        temporary,
+    )
+    try:
+        completed = run_tool(command)
+        if completed.returncode != 0:
+            raise ffmpeg_failure("joining the segments failed", completed.stderr, output.parent)
+        os.replace(temporary, output)
+    finally:  # an error, Ctrl-C or SIGTERM leaves no hidden part file in the user's folder
+        temporary.unlink(missing_ok=True)
