@@ -51,7 +51,7 @@ from facefusion_ui.video.chunks import (
 from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
 from facefusion_ui.video.probe import VideoInfo, probe_video
-from facefusion_ui.video.stream import ChunkRun, FrameStages, read_frame, run_chunk
+from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
 
 logger = logging.getLogger(__name__)
 MAX_CHUNK_ATTEMPTS = 3
@@ -204,7 +204,9 @@ def run_chunk_recovering(
             try:
                 pipeline.restore_video_state(state)  # a retry starts the chunk as the first attempt did
                 pipeline.begin_chunk()
-                return run_chunk(ffmpeg, info, chunk, partial, stages, attempt_settings, tracker.advance, cancel)
+                return run_chunk(
+                    ChunkTask(ffmpeg, info, chunk, partial, attempt_settings, stages, tracker.advance, cancel)
+                )
             except BaseException as error:
                 if not is_out_of_memory(error):
                     raise
