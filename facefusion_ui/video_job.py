@@ -44,7 +44,7 @@ from facefusion_ui.video.chunks import (
 from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.probe import VideoInfo, probe_video
-from facefusion_ui.video.stream import ChunkRun, FrameStages, read_frame, run_chunk
+from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
 
 logger = logging.getLogger(__name__)
 MAX_CHUNK_ATTEMPTS = 3
@@ -203,16 +203,17 @@ class VideoRun:
                 try:
                     self.pipeline.restore_video_state(state)  # a retry starts the chunk as the first attempt did
                     self.pipeline.begin_chunk()
-                    return run_chunk(
+                    task = ChunkTask(
                         self.ffmpeg,
                         self.plan.info,
                         chunk,
                         partial,
-                        self.stages,
                         attempt_settings,
+                        self.stages,
                         self.tracker.advance,
                         self.context.cancel,
                     )
+                    return run_chunk(task)
                 except BaseException as error:
                     if not is_out_of_memory(error):
                         raise

@@ -97,32 +97,46 @@ def in_flight_limit(settings: Settings) -> int:
     return 3 * settings.frame_queue_size + settings.execution_threads + held + 1
 
 
-def run_chunk(
-    ffmpeg: str,
-    info: VideoInfo,
-    chunk: Chunk,
-    segment: Path,
-    stages: FrameStages,
-    settings: Settings,
-    frame_done: FrameDone,
-    cancel: threading.Event | None = None,
-) -> ChunkRun:
-    if settings.video_temp_frame_format is not None:
-        return run_chunk_with_frames(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
-    return run_streamed_chunk(ffmpeg, info, chunk, segment, stages, settings, frame_done, cancel)
+@dataclass(frozen=True)
+class ChunkTask:
+    """One chunk to run: what it is (ffmpeg, the video, the frame range, the segment file to write, the
+    settings) and what runs it (the frame stages, a call after each written frame, the job's cancel event)."""
+
+    ffmpeg: str
+    info: VideoInfo
+    chunk: Chunk
+    segment: Path
+    settings: Settings
+    stages: FrameStages
+    frame_done: FrameDone
+    cancel: threading.Event | None = None
+
+    def timestamp(self, index: int) -> float:
+        return float(self.info.frame_times[index])
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise CancelledError("the job was cancelled")
 
 
-def _encoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, settings: Settings, segment: Path) -> list[str]:
+def run_chunk(task: ChunkTask) -> ChunkRun:
+    if task.settings.video_temp_frame_format is not None:
+        return run_chunk_with_frames(task)
+    return StreamedChunk(task).run()
+
+
+def _encoder(task: ChunkTask, frames: FrameFormat) -> list[str]:
+    settings = task.settings
     return encode_args(
-        ffmpeg,
+        task.ffmpeg,
         frames.width,
         frames.height,
-        info.fps,
+        task.info.fps,
         settings.output_video_encoder,
         settings.output_video_quality,
         settings.output_video_preset,
         frames.matrix.output_tags(),
-        segment,
+        task.segment,
     )
 
 
@@ -136,207 +150,231 @@ def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, ti
     image.store(stages.apply(before.copy(), analysis, index, timestamp), before)
 
 
-def run_streamed_chunk(
-    ffmpeg: str,
-    info: VideoInfo,
-    chunk: Chunk,
-    segment: Path,
-    stages: FrameStages,
-    settings: Settings,
-    frame_done: FrameDone,
-    cancel: threading.Event | None = None,
-) -> ChunkRun:
-    started = time.perf_counter()
-    stop = threading.Event()
-    frames = FrameFormat.of(info)
-    inputs: BoundedQueue[FrameItem] = BoundedQueue(settings.frame_queue_size)
-    analysed: BoundedQueue[tuple[int, YuvFrame | None, Any]] = BoundedQueue(settings.frame_queue_size)
-    outputs: BoundedQueue[tuple[int, YuvFrame, bool]] = BoundedQueue(settings.frame_queue_size)
-    slots = threading.Semaphore(in_flight_limit(settings))
-    in_flight = InFlight()
-    decode = _decoder(ffmpeg, info, frames, chunk.start, chunk.frames)
-    reader = FrameReader(decode, frames.shape, chunk.start, chunk.frames, inputs, stop, slots, in_flight)
-    writer = FrameWriter(_encoder(ffmpeg, info, frames, settings, segment))
-    errors: list[BaseException] = []
-    written = [0]
-    converted = [0]
+WorkerItem = tuple[int, YuvFrame | None, Any]
+"""A frame for the workers: (index, image, analysis); ``NO_MORE_WORK`` after the last."""
+NO_MORE_WORK: WorkerItem = (-1, None, None)
+WriterItem = tuple[int, YuvFrame, bool]
+"""A frame for the writer: (index, image, converted for the processors)."""
 
-    def guarded(body: Callable[[], None]) -> Callable[[], None]:
-        """A pipeline thread: a stop ends it quietly, any error is handed to the owner and stops the rest."""
 
-        def run() -> None:
+class StreamedChunk:
+    """A chunk streamed through its threads: the decoder (``FrameReader``), the analysis (frames in order,
+    in groups), ``execution_threads`` frame workers, and the writer (frames back in order, into the encoder).
+
+    An error in any thread stops the others; ``run`` then ends both ffmpeg processes, removes the partial
+    segment and raises the first error. Made for one ``run``; the encoder starts when it is made."""
+
+    def __init__(self, task: ChunkTask) -> None:
+        self.task = task
+        self.started = time.perf_counter()
+        self.stop = threading.Event()
+        self.frames = FrameFormat.of(task.info)
+        size = task.settings.frame_queue_size
+        self.inputs: BoundedQueue[FrameItem] = BoundedQueue(size)
+        self.analysed: BoundedQueue[WorkerItem] = BoundedQueue(size)
+        self.outputs: BoundedQueue[WriterItem] = BoundedQueue(size)
+        self.slots = threading.Semaphore(in_flight_limit(task.settings))
+        self.in_flight = InFlight()
+        chunk = task.chunk
+        decode = _decoder(task.ffmpeg, task.info, self.frames, chunk.start, chunk.frames)
+        self.reader = FrameReader(
+            decode, self.frames.shape, chunk.start, chunk.frames, self.inputs, self.stop, self.slots, self.in_flight
+        )
+        self.writer = FrameWriter(_encoder(task, self.frames))
+        self.errors: list[BaseException] = []
+        self.written = 0
+        self.converted = 0
+
+    def run(self) -> ChunkRun:
+        workers = [self._thread(self.work, f"frame-worker-{i}") for i in range(self.task.settings.execution_threads)]
+        workers.append(self._thread(self.analyse, "frame-analysis"))
+        write_thread = self._thread(self.write, "frame-writer")
+        try:
+            self._supervise(workers, write_thread)
+        except BaseException:
+            self.stop.set()  # Ctrl-C in the main thread: end everything below, then let it propagate
+            raise
+        finally:
+            problem = self._finish(workers, write_thread)
+        if problem is not None:
+            raise problem
+        if self.written != self.task.chunk.frames:
+            raise FfmpegError(f"chunk {self.task.chunk.index} wrote {self.written} of {self.task.chunk.frames} frames")
+        return ChunkRun(self.written, time.perf_counter() - self.started, self._queue_stats(), self.converted)
+
+    def _thread(self, body: Callable[[], None], name: str) -> threading.Thread:
+        """A pipeline thread: a stop ends it quietly, any error is handed to ``run`` and stops the rest."""
+
+        def guarded() -> None:
             try:
                 body()
             except Stopped:
                 pass
-            except BaseException as error:  # handed to the owner below
-                errors.append(error)
-                stop.set()
+            except BaseException as error:  # handed to the owner in run
+                self.errors.append(error)
+                self.stop.set()
 
-        return run
+        return threading.Thread(target=guarded, name=name, daemon=True)
 
-    def flush(group: list[tuple[int, YuvFrame]]) -> None:
-        if cancel is not None and cancel.is_set():
-            raise CancelledError("the job was cancelled")
-        indices = [index for index, _ in group]
-        timestamps = [float(info.frame_times[index]) for index in indices]
-        analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
-        for (index, image), analysis in zip(group, analyses, strict=True):
-            image.forget_bgr()  # queues hold YUV only (the memory budget counts them so); workers convert again
-            if stages.changes(analysis):
-                analysed.put((index, image, analysis), stop)
-            else:  # nothing for the workers to do: straight to the writer, which puts frames back in order
-                outputs.put((index, image, False), stop)
-        group.clear()
-
-    def analyse() -> None:
-        group: list[tuple[int, YuvFrame]] = []
-        while True:
-            item = inputs.get(stop)
-            if item is END:
-                if group:
-                    flush(group)
-                analysed.put((-1, None, None), stop)
-                return
-            group.append((item.index, frames.image(item.frame)))
-            if len(group) >= stages.group_size_from(group[0][0]):
-                flush(group)
-
-    def work() -> None:
-        while True:
-            index, image, analysis = analysed.get(stop)
-            if image is None:
-                analysed.put((-1, None, None), stop)  # let the other workers see the end too
-                return
-            apply_to(stages, image, analysis, index, float(info.frame_times[index]))
-            outputs.put((index, image, True), stop)
-
-    def write() -> None:
-        pending: dict[int, YuvFrame] = {}
-        next_index = chunk.start
-        while next_index < chunk.end:
-            index, image, changed = outputs.get(stop)
-            pending[index] = image
-            converted[0] += changed
-            while next_index in pending:
-                writer.write(pending.pop(next_index).data)
-                in_flight.remove()
-                next_index += 1
-                written[0] += 1
-                slots.release()
-                frame_done()
-
-    workers = [
-        threading.Thread(target=guarded(work), name=f"frame-worker-{i}", daemon=True)
-        for i in range(settings.execution_threads)
-    ]
-    workers.append(threading.Thread(target=guarded(analyse), name="frame-analysis", daemon=True))
-    write_thread = threading.Thread(target=guarded(write), name="frame-writer", daemon=True)
-    try:
-        reader.start()
+    def _supervise(self, workers: list[threading.Thread], write_thread: threading.Thread) -> None:
+        self.reader.start()
         for worker in workers:
             worker.start()
         write_thread.start()
         while write_thread.is_alive():
             write_thread.join(timeout=0.2)
-            if reader.error is not None:
-                stop.set()
-    except BaseException:
-        stop.set()  # Ctrl-C in the main thread: end everything below, then let it propagate
-        raise
-    finally:
-        stop.set()
-        reader.join()
+            if self.reader.error is not None:
+                self.stop.set()
+
+    def _finish(self, workers: list[threading.Thread], write_thread: threading.Thread) -> BaseException | None:
+        """Stop and join every thread, then finish the segment, or end the encoder and remove it."""
+        self.stop.set()
+        self.reader.join()
         for worker in workers:
             worker.join()
         write_thread.join()
-        problem = reader.error or (errors[0] if errors else None)
-        if problem is None and written[0] == chunk.frames:
-            writer.close()
+        problem = self.reader.error or (self.errors[0] if self.errors else None)
+        if problem is None and self.written == self.task.chunk.frames:
+            self.writer.close()
         else:
-            writer.abort()
-            segment.unlink(missing_ok=True)
-    if problem is not None:
-        raise problem
-    if written[0] != chunk.frames:
-        raise FfmpegError(f"chunk {chunk.index} wrote {written[0]} of {chunk.frames} frames")
-    queues = {
-        "inputs": inputs.stats(),
-        "analysed": analysed.stats(),
-        "outputs": outputs.stats(),
-        "in_flight_limit": in_flight_limit(settings),
-        "in_flight_most": in_flight.most,
-    }
-    return ChunkRun(written[0], time.perf_counter() - started, queues, converted[0])
+            self.writer.abort()
+            self.task.segment.unlink(missing_ok=True)
+        return problem
+
+    def _queue_stats(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs.stats(),
+            "analysed": self.analysed.stats(),
+            "outputs": self.outputs.stats(),
+            "in_flight_limit": in_flight_limit(self.task.settings),
+            "in_flight_most": self.in_flight.most,
+        }
+
+    def analyse(self) -> None:
+        """The analysis thread: decoded frames in order, analysed a group at a time."""
+        group: list[tuple[int, YuvFrame]] = []
+        while True:
+            item = self.inputs.get(self.stop)
+            if item is END:
+                if group:
+                    self._flush(group)
+                self.analysed.put(NO_MORE_WORK, self.stop)
+                return
+            group.append((item.index, self.frames.image(item.frame)))
+            if len(group) >= self.task.stages.group_size_from(group[0][0]):
+                self._flush(group)
+
+    def _flush(self, group: list[tuple[int, YuvFrame]]) -> None:
+        self.task.check_cancel()
+        stages = self.task.stages
+        indices = [index for index, _ in group]
+        timestamps = [self.task.timestamp(index) for index in indices]
+        analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
+        for (index, image), analysis in zip(group, analyses, strict=True):
+            image.forget_bgr()  # queues hold YUV only (the memory budget counts them so); workers convert again
+            if stages.changes(analysis):
+                self.analysed.put((index, image, analysis), self.stop)
+            else:  # nothing for the workers to do: straight to the writer, which puts frames back in order
+                self.outputs.put((index, image, False), self.stop)
+        group.clear()
+
+    def work(self) -> None:
+        """A frame worker: the processors on each frame the analysis says they change."""
+        while True:
+            index, image, analysis = self.analysed.get(self.stop)
+            if image is None:
+                self.analysed.put(NO_MORE_WORK, self.stop)  # let the other workers see the end too
+                return
+            apply_to(self.task.stages, image, analysis, index, self.task.timestamp(index))
+            self.outputs.put((index, image, True), self.stop)
+
+    def write(self) -> None:
+        """The writer thread: frames put back in order and encoded; each written frame frees a slot."""
+        pending: dict[int, YuvFrame] = {}
+        next_index = self.task.chunk.start
+        while next_index < self.task.chunk.end:
+            index, image, changed = self.outputs.get(self.stop)
+            pending[index] = image
+            self.converted += changed
+            while next_index in pending:
+                self.writer.write(pending.pop(next_index).data)
+                self.in_flight.remove()
+                next_index += 1
+                self.written += 1
+                self.slots.release()
+                self.task.frame_done()
 
 
-def run_chunk_with_frames(
-    ffmpeg: str,
-    info: VideoInfo,
-    chunk: Chunk,
-    segment: Path,
-    stages: FrameStages,
-    settings: Settings,
-    frame_done: FrameDone,
-    cancel: threading.Event | None = None,
-) -> ChunkRun:
+def run_chunk_with_frames(task: ChunkTask) -> ChunkRun:
     """The temp-frames mode: the chunk's frames written to image files, processed, then encoded.
 
     Frames come from the same decoder and go to the same encoder as in streaming, converted to and from
     BGR with the same matrix; every frame makes that round trip here (streaming converts only the area
     a processor changed), so frames differ from streaming's by conversion rounding, plus JPEG's loss."""
     started = time.perf_counter()
-    frames = FrameFormat.of(info)
-    suffix = f".{settings.video_temp_frame_format}"
-    extracted = segment.parent / f"frames_{chunk.index:05d}"
-    processed = segment.parent / f"processed_{chunk.index:05d}"
+    frames = FrameFormat.of(task.info)
+    suffix = f".{task.settings.video_temp_frame_format}"
+    extracted = task.segment.parent / f"frames_{task.chunk.index:05d}"
+    processed = task.segment.parent / f"processed_{task.chunk.index:05d}"
     for folder in (extracted, processed):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-    files = extract_frames(ffmpeg, info, frames, chunk, extracted, suffix)
+    files = extract_frames(task, frames, extracted, suffix)
+    converted = process_frame_files(task, files, processed)
+    encode_frame_files(task, frames, len(files), processed)
+    if not task.settings.keep_temp:
+        shutil.rmtree(extracted, ignore_errors=True)
+        shutil.rmtree(processed, ignore_errors=True)
+    return ChunkRun(len(files), time.perf_counter() - started, frames_converted=converted)
+
+
+def process_frame_files(task: ChunkTask, files: list[Path], processed: Path) -> int:
+    """Analyse the frame files in order, a group at a time, and run the processors on them in parallel,
+    writing each result to ``processed`` as ``%08d.png``; the number of frames the processors changed."""
+    threads = task.settings.execution_threads
     converted = 0
-
-    def apply(position: int, image: Frame, analysis: Any) -> bool:
-        index = chunk.start + position
-        changes = stages.changes(analysis)
-        result = stages.apply(image, analysis, index, float(info.frame_times[index])) if changes else image
-        cv2.imwrite(str(processed / f"{position:08d}.png"), result)
-        frame_done()
-        return changes
-
-    with ThreadPoolExecutor(max_workers=settings.execution_threads, thread_name_prefix="frame-file") as pool:
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="frame-file") as pool:
         pending: list[Future[bool]] = []
         first = 0
-        while first < len(files):  # analysis in frame order, processors in parallel
-            if cancel is not None and cancel.is_set():
-                raise CancelledError("the job was cancelled")
-            group_size = max(1, stages.group_size_from(chunk.start + first))
+        while first < len(files):
+            task.check_cancel()
+            group_size = max(1, task.stages.group_size_from(task.chunk.start + first))
             paths = files[first : first + group_size]
             images = [BgrImage(read_image(path)) for path in paths]
-            indices = [chunk.start + first + offset for offset in range(len(paths))]
-            timestamps = [float(info.frame_times[index]) for index in indices]
-            analyses = stages.analyse_group(images, indices, timestamps)
+            indices = [task.chunk.start + first + offset for offset in range(len(paths))]
+            timestamps = [task.timestamp(index) for index in indices]
+            analyses = task.stages.analyse_group(images, indices, timestamps)
             for offset, (image, analysis) in enumerate(zip(images, analyses, strict=True)):
-                pending.append(pool.submit(apply, first + offset, image.frame, analysis))
+                pending.append(pool.submit(apply_to_file, task, processed, first + offset, image.frame, analysis))
             first += len(paths)
-            while len(pending) > 2 * settings.execution_threads + group_size:
+            while len(pending) > 2 * threads + group_size:
                 converted += pending.pop(0).result()
         for future in pending:
             converted += future.result()
-    writer = FrameWriter(_encoder(ffmpeg, info, frames, settings, segment))
+    return converted
+
+
+def apply_to_file(task: ChunkTask, processed: Path, position: int, image: Frame, analysis: Any) -> bool:
+    """Run the processors on one frame (when they change it) and write it to ``processed``; whether they did."""
+    index = task.chunk.start + position
+    changes = task.stages.changes(analysis)
+    result = task.stages.apply(image, analysis, index, task.timestamp(index)) if changes else image
+    cv2.imwrite(str(processed / f"{position:08d}.png"), result)
+    task.frame_done()
+    return changes
+
+
+def encode_frame_files(task: ChunkTask, frames: FrameFormat, count: int, processed: Path) -> None:
+    writer = FrameWriter(_encoder(task, frames))
     try:
-        for position in range(len(files)):
+        for position in range(count):
             bgr = read_image(processed / f"{position:08d}.png")
             writer.write(YuvFrame.from_bgr(bgr, frames.matrix).data)
         writer.close()
     except BaseException:
         writer.abort()
-        segment.unlink(missing_ok=True)
+        task.segment.unlink(missing_ok=True)
         raise
-    if not settings.keep_temp:
-        shutil.rmtree(extracted, ignore_errors=True)
-        shutil.rmtree(processed, ignore_errors=True)
-    return ChunkRun(len(files), time.perf_counter() - started, frames_converted=converted)
 
 
 def read_image(path: Path) -> Frame:
@@ -346,12 +384,11 @@ def read_image(path: Path) -> Frame:
     return np.asarray(image, dtype=np.uint8)
 
 
-def extract_frames(
-    ffmpeg: str, info: VideoInfo, frames: FrameFormat, chunk: Chunk, folder: Path, suffix: str
-) -> list[Path]:
+def extract_frames(task: ChunkTask, frames: FrameFormat, folder: Path, suffix: str) -> list[Path]:
     """Decode the chunk (as streaming does) and write each frame, as BGR, to ``%08d`` + ``suffix``."""
+    chunk = task.chunk
     stop = threading.Event()
-    decode = _decoder(ffmpeg, info, frames, chunk.start, chunk.frames)
+    decode = _decoder(task.ffmpeg, task.info, frames, chunk.start, chunk.frames)
     queue: BoundedQueue[FrameItem] = BoundedQueue(8)
     slots = threading.Semaphore(16)
     reader = FrameReader(decode, frames.shape, chunk.start, chunk.frames, queue, stop, slots)
