@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import cv2
 import gradio as gr
@@ -137,8 +138,9 @@ def test_started_job_completes_and_poll_shows_the_result(working: UiServices, fi
     status, video, image, download, timer = single.poll(working, job_id)
     assert status == f"job {job_id} completed"
     assert (video.visible, image.visible, download.visible, timer.active) == (False, True, True, False)
+    assert job.result is not None
     output = Path(job.result["output"])
-    assert output.parent == working.outputs_dir and cv2.imread(str(output)).shape == media.grace_hopper().shape
+    assert output.parent == working.outputs_dir and media.read(output).shape == media.grace_hopper().shape
     shown = Path(image.value["path"])
     assert shown.name == output.name and shown.read_bytes() == output.read_bytes()
 
@@ -194,7 +196,7 @@ def test_choose_preset_shows_and_fills_its_values() -> None:
 
 
 def test_save_settings_stores_them_for_later_jobs(services: UiServices, private_home: Path) -> None:
-    fields = ["strict", ["cpu"], 3, "mediapipe_blazeface", 4, "0.4", 50, 12.5, "auto", "libx264", 70]
+    fields: list[Any] = ["strict", ["cpu"], 3, "mediapipe_blazeface", 4, "0.4", 50, 12.5, "auto", "libx264", 70]
     assert settings.run_save(services, *fields) == "Saved (preset strict): applies to jobs queued from now on."
     saved = services.settings()
     assert (saved.preset, saved.execution_threads, saved.face_recognition_score) == ("strict", 3, 0.4)
@@ -204,13 +206,13 @@ def test_save_settings_stores_them_for_later_jobs(services: UiServices, private_
 
 
 def test_save_settings_says_what_is_wrong(services: UiServices) -> None:
-    fields = ["balanced", ["cpu"], 2, "dlib_hog", 5, "", 100, 20.0, "60", "libx264", 80]
+    fields: list[Any] = ["balanced", ["cpu"], 2, "dlib_hog", 5, "", 100, 20.0, "60", "libx264", 80]
     with pytest.raises(gr.Error, match="choose at least one execution provider"):
         settings.run_save(services, fields[0], [], *fields[2:])
     with pytest.raises(gr.Error, match="identity match distance 'close' is not a number"):
-        settings.run_save(services, *fields[:5], "close", *fields[6:])
+        settings.run_save(services, *[*fields[:5], "close", *fields[6:]])
     with pytest.raises(gr.Error, match="video_chunk_size"):
-        settings.run_save(services, *fields[:8], "soon", *fields[9:])
+        settings.run_save(services, *[*fields[:8], "soon", *fields[9:]])
     assert not (services.store.path.parent / "settings.json").exists()
 
 
@@ -219,4 +221,4 @@ def test_api_swap_waits_for_the_output(working: UiServices, files: dict[str, Pat
         api_swap(working, None, str(files["grace"]))
     output = Path(api_swap(working, [str(files["face"])], str(files["grace"])))
     assert output.parent == working.outputs_dir
-    assert cv2.imread(str(output)).shape == media.grace_hopper().shape
+    assert media.read(output).shape == media.grace_hopper().shape
