@@ -19,6 +19,7 @@ from facefusion_ui.ui import batch, settings, single
 from facefusion_ui.ui.api import api_swap
 from facefusion_ui.ui.services import UiServices
 from tests.support import media, videos
+from tests.support.plugins import install_plugin
 
 
 @pytest.fixture
@@ -222,3 +223,60 @@ def test_api_swap_waits_for_the_output(working: UiServices, files: dict[str, Pat
     output = Path(api_swap(working, [str(files["face"])], str(files["grace"])))
     assert output.parent == working.outputs_dir
     assert media.read(output).shape == media.grace_hopper().shape
+
+
+@pytest.fixture
+def with_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test plugins installed (entry points found on sys.path) before the services are created."""
+    monkeypatch.syspath_prepend(str(install_plugin(tmp_path / "site")))
+
+
+def test_processor_options_get_a_control_each(with_plugin: None, services: UiServices) -> None:
+    assert [(name, option.name) for name, option in single.option_fields(services)] == [
+        ("tint", "level"),
+        ("tint", "channel"),
+        ("tint", "enabled"),
+        ("tint", "gain"),
+    ]
+    with gr.Blocks():
+        tab = single.render_single_tab(services)
+    level, channel, enabled, gain = tab.option_controls
+    assert isinstance(level, gr.Slider) and (level.minimum, level.maximum, level.step, level.value) == (0, 255, 1, 200)
+    assert isinstance(channel, gr.Dropdown) and channel.value == "red"
+    assert [choice[0] for choice in channel.choices] == ["blue", "green", "red"]
+    assert isinstance(enabled, gr.Checkbox) and enabled.value is True
+    assert isinstance(gain, gr.Slider) and gain.maximum == 1.0
+    assert level.label == "tint: value written into the channel"
+
+
+def test_start_queues_the_option_controls_values(
+    with_plugin: None, services: UiServices, files: dict[str, Path]
+) -> None:
+    paths = ([str(files["face"])], str(files["grace"]), 0)
+    job_id, _, _ = single.run_start(services, *paths, ["tint"], "mesh_warp", "many", 0, 120.0, "blue", False, 0.25)
+    stored = services.store.get(job_id).payload["settings"]
+    assert stored["processor_options"] == {"tint": {"level": 120, "channel": "blue", "enabled": False, "gain": 0.25}}
+    job_id, _, _ = single.run_start(
+        services, *paths, ["face_swapper"], "mesh_warp", "many", 0, 120.0, "blue", False, 0.25
+    )
+    assert services.store.get(job_id).payload["settings"]["processor_options"] == {}
+    with pytest.raises(gr.Error, match=r"invalid value 3\.0 for option 'tint\.gain': allowed a number from 0 to 1"):
+        single.run_start(services, *paths, ["tint"], "mesh_warp", "many", 0, 120.0, "blue", True, 3.0)
+
+
+def test_preview_applies_the_option_controls(with_plugin: None, services: UiServices, files: dict[str, Path]) -> None:
+    picture = single.run_preview(
+        services,
+        [str(files["face"])],
+        str(files["grace"]),
+        0,
+        ["tint"],
+        "mesh_warp",
+        "many",
+        0,
+        50.0,
+        "green",
+        True,
+        1.0,
+    )
+    assert (picture[:, :, 1] == 50).all()  # RGB: green is the middle channel

@@ -9,6 +9,7 @@ without a browser."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from facefusion_ui.faces.selector import sort_faces
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.models import download_command, model_state
 from facefusion_ui.pipeline import FramePipeline
-from facefusion_ui.state_manager import Settings
+from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
+from facefusion_ui.state_manager import Settings, merge_options
 from facefusion_ui.types import FaceSelectorMode, Frame, choices
 from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors, progress_line
 from facefusion_ui.ui.services import UiServices
@@ -96,6 +98,8 @@ class SingleTab:
     download: Any
     job_id: Any
     timer: Any
+    option_controls: list[Any]
+    """One control per option of the offered processors, in ``option_fields`` order."""
 
 
 def processor_choices(services: UiServices) -> list[str]:
@@ -105,6 +109,59 @@ def processor_choices(services: UiServices) -> list[str]:
         for name in services.registry.names()
         if name not in PROCESSOR_MODELS or installed(services, PROCESSOR_MODELS[name])
     ]
+
+
+def option_fields(services: UiServices) -> list[tuple[str, ProcessorOption]]:
+    """(processor, option) for every option of the processors the page offers, in a stable order."""
+    table = services.registry.option_table()
+    return [(name, option) for name in processor_choices(services) for option in table.get(name, ())]
+
+
+def render_option_control(processor: str, option: ProcessorOption, value: OptionValue) -> Any:
+    """A checkbox for a bool, a dropdown for choices, a slider for a numeric range, else a number."""
+    label = f"{processor}: {option.help or option.name}"
+    elem_id = f"single-option-{processor}-{option.name}"
+    if option.type is bool:
+        return gr.Checkbox(value=bool(value), label=label, elem_id=elem_id)
+    if option.type is str:
+        return gr.Dropdown(list(option.choices), value=value, label=label, elem_id=elem_id)
+    number = float(value)  # an int or float option: its value is a number
+    if option.low is not None and option.high is not None:
+        step = 1 if option.type is int else (option.high - option.low) / 100
+        return gr.Slider(option.low, option.high, value=number, step=step, label=label, elem_id=elem_id)
+    return gr.Number(value=number, precision=0 if option.type is int else None, label=label, elem_id=elem_id)
+
+
+def render_option_controls(services: UiServices) -> list[Any]:
+    fields = option_fields(services)
+    if not fields:
+        return []
+    given = services.settings().processor_options
+    gr.Markdown("Processor options (used when the processor is chosen)")
+    return [
+        render_option_control(processor, option, given.get(processor, {}).get(option.name, option.default))
+        for processor, option in fields
+    ]
+
+
+def option_values(services: UiServices, chosen: Sequence[str], values: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The controls' values as processor options, for the chosen processors (whole numbers from sliders
+    made ints); checked against each processor's declaration."""
+    if not values:
+        return {}
+    fields = option_fields(services)
+    if len(values) != len(fields):
+        raise InputError("the page is out of date (processors changed): reload it")
+    options: dict[str, dict[str, Any]] = {}
+    for (processor, option), value in zip(fields, values, strict=True):
+        if processor not in chosen:
+            continue
+        if option.type is int and isinstance(value, float) and value.is_integer():
+            value = int(value)  # a slider gives floats
+        options.setdefault(processor, {})[option.name] = value
+    for processor, given in options.items():
+        resolve_options(processor, services.registry.options(processor), given)
+    return options
 
 
 def render_target_column() -> dict[str, Any]:
@@ -132,6 +189,7 @@ def render_run_column(services: UiServices) -> dict[str, Any]:
         value=settings.face_swapper_model if settings.face_swapper_model in swappers else "mesh_warp",
         label="Face swapper model",
     )
+    option_controls = render_option_controls(services)
     mode = gr.Radio(list(choices(FaceSelectorMode)), value=settings.face_selector_mode, label="Which faces")
     gr.Markdown(model_notes(services))
     with gr.Row():
@@ -140,6 +198,7 @@ def render_run_column(services: UiServices) -> dict[str, Any]:
         cancel = gr.Button("Cancel", elem_id="single-cancel")
     return {
         "processors": processors,
+        "option_controls": option_controls,
         "swapper": swapper,
         "mode": mode,
         "preview_button": preview_button,
@@ -167,7 +226,16 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     tab.target.change(analyse, [tab.target, tab.frame_number], [tab.faces, tab.frame_number, tab.position])
     tab.frame_number.release(analyse, [tab.target, tab.frame_number], [tab.faces, tab.frame_number, tab.position])
     tab.faces.select(pick, None, tab.position)
-    inputs = [tab.sources, tab.target, tab.frame_number, tab.processors, tab.swapper, tab.mode, tab.position]
+    inputs = [
+        tab.sources,
+        tab.target,
+        tab.frame_number,
+        tab.processors,
+        tab.swapper,
+        tab.mode,
+        tab.position,
+        *tab.option_controls,
+    ]
     tab.preview_button.click(functools.partial(run_preview, services), inputs, tab.preview)
     tab.start.click(functools.partial(run_start, services), inputs, [tab.job_id, tab.status, tab.timer])
     tab.timer.tick(
@@ -210,10 +278,18 @@ def pick(event: gr.SelectData) -> int:
 
 
 def job_settings(
-    services: UiServices, chosen: list[str], model: str, selector: str, picked: float, frame: float
+    services: UiServices,
+    chosen: list[str],
+    model: str,
+    selector: str,
+    picked: float,
+    frame: float,
+    values: Sequence[Any] = (),
 ) -> Settings:
-    """The saved settings with this tab's choices."""
-    return services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked), int(frame)))
+    """The saved settings with this tab's choices (processor options: the controls' ``values``)."""
+    settings = services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked), int(frame)))
+    edits = option_values(services, chosen, values)
+    return settings.with_items(processor_options=merge_options(settings.processor_options, edits))
 
 
 def given_paths(source_values: Any, target_value: Any) -> tuple[list[Path], Path]:
@@ -234,10 +310,11 @@ def run_preview(
     model: str,
     selector: str,
     picked: float,
+    *values: Any,
 ) -> np.ndarray:
     """Frame ``frame`` of the target through the chosen processors (RGB, for gr.Image)."""
     sources, path = given_paths(source_values, target_value)
-    settings = job_settings(services, chosen, model, selector, picked, frame)
+    settings = job_settings(services, chosen, model, selector, picked, frame, values)
     image, _ = frame_of(path, int(frame))
     pipeline = FramePipeline.build(settings, services.runtime, sources, services.registry)
     pipeline.set_reference_from(image)
@@ -254,10 +331,11 @@ def run_start(
     model: str,
     selector: str,
     picked: float,
+    *values: Any,
 ) -> tuple[int, str, Any]:
     """Queue the job; its id, a status line, and the progress timer switched on."""
     sources, path = given_paths(source_values, target_value)
-    settings = job_settings(services, chosen, model, selector, picked, frame)
+    settings = job_settings(services, chosen, model, selector, picked, frame, values)
     new_id = services.enqueue(sources, path, output_name(path, services.outputs_dir), settings)
     return new_id, f"job {new_id} queued", gr.Timer(active=True)
 
