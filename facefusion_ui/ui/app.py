@@ -14,6 +14,7 @@ from typing import Any
 from facefusion_ui import __version__
 from facefusion_ui.errors import UsageError
 from facefusion_ui.paths import home_dir
+from facefusion_ui.ui.login_limit import LoginLimiter, LoginThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +94,20 @@ def start_ui(
     preset: str | None = None,
     overrides: dict[str, Any] | None = None,
     home: Path | None = None,
+    login_limiter: LoginLimiter | None = None,
 ) -> RunningUi:
-    """Launch without blocking; ``RunningUi.close()`` stops the page and its worker."""
+    """Launch without blocking; ``RunningUi.close()`` stops the page and its worker. With a password,
+    failed logins are slowed per client (``login_limiter``, by default ``ui.login_limit.LoginLimiter()``)."""
     home = home or home_dir()
     prepare_environment(home)
     credentials = parse_auth(auth)
     check_port(host, port)
     import gradio as gr
+    from starlette.middleware import Middleware
 
     from facefusion_ui.ui.services import UiServices
+
+    throttle = Middleware(LoginThrottle, limiter=LoginLimiter() if login_limiter is None else login_limiter)
 
     services = UiServices.create(home=home, preset=preset, overrides=overrides)
     demo = build_app(services)
@@ -118,6 +124,7 @@ def start_ui(
             quiet=True,
             theme=gr.themes.Soft(),
             footer_links=[],
+            app_kwargs={"middleware": [throttle]} if credentials else None,
         )
     except Exception:
         services.stop()
