@@ -8,8 +8,9 @@ several threads. Shared by the image and the video workflows; one per job, on th
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.processors.base import CountingProcessor, FrameContext, Processor
+from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
@@ -79,10 +81,13 @@ class FramePipeline:
         processors: Sequence[Processor],
         sources: SourceIdentity,
         analyser: FaceAnalyser,
+        options: Sequence[Mapping[str, OptionValue]] = (),
     ) -> None:
         self.settings = settings
         self.runtime = runtime
         self.processors = list(processors)
+        self.options = list(options) or [{} for _ in self.processors]
+        """Each processor's option values (``FrameContext.options`` when it is called)."""
         self.sources = sources
         self.analyser = analyser
         self.scale: RecognizerScale = analyser.recognizer_scale(settings)
@@ -118,12 +123,13 @@ class FramePipeline:
         """Create the processors, check their models, and read the source photos (fails fast)."""
         registry = registry or ProcessorRegistry.discover()
         processors = [registry.create(name, settings, runtime) for name in settings.processors]
+        options = [registry.options_for(name, settings) for name in settings.processors]
         problems = [problem for processor in processors for problem in processor.pre_check()]
         if problems:
             raise ModelError("; ".join(problems))
         # sources get their own analyser so the job's counts speak of the target only
         sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
-        return cls(settings, runtime, processors, sources, FaceAnalyser(runtime))
+        return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
 
     @property
     def needs_embeddings(self) -> bool:
@@ -287,8 +293,10 @@ class FramePipeline:
     def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
         """Run the processors on the selected faces; safe to call from several threads."""
         context = FrameContext(index, timestamp, self.settings, analysis.selected, self.sources)
-        for processor in self.processors:
-            frame = processor.process_frame(frame, context)
+        for processor, options in zip(self.processors, self.options, strict=True):
+            frame = processor.process_frame(
+                frame, dataclasses.replace(context, options=options) if options else context
+            )
         return frame
 
     def set_reference_from(self, frame: Frame) -> None:

@@ -155,6 +155,24 @@ class ChunkSize(Rule):
         return {"metavar": "SECONDS|auto"}
 
 
+class OptionValues(Rule):
+    """Processor options: ``{processor: {option: value}}`` with JSON scalar values. Which options a
+    processor takes is checked against its declaration where the processors are known (the registry)."""
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise _fail(key, value, "an object of processor names to objects of option values")
+        checked: dict[str, dict[str, Any]] = {}
+        for processor, options in value.items():
+            if not isinstance(processor, str) or not _NAME.match(processor) or not isinstance(options, Mapping):
+                raise _fail(key, {processor: options}, "a processor name with an object of option values")
+            for name, item in options.items():
+                if not isinstance(name, str) or not isinstance(item, (bool, int, float, str)):
+                    raise _fail(key, {processor: {name: item}}, "option names with true/false, numbers or text")
+            checked[processor] = dict(options)
+        return checked
+
+
 def one_of(values: tuple[str, ...], optional: bool = False) -> Rule:
     return OneOf(values, optional)
 
@@ -179,12 +197,19 @@ def _setting(default: Any, validator: Rule, help_text: str) -> Any:
     return field(default=default, metadata={"validate": validator, "help": help_text})
 
 
+def _options_setting(help_text: str) -> Any:
+    return field(default_factory=dict, metadata={"validate": OptionValues(), "help": help_text, "cli": False})
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the tool. Frozen: change it through ``StateManager`` or ``with_items``."""
 
     preset: PresetName = _setting("balanced", one_of(choices(PresetName)), "memory preset")
     processors: tuple[str, ...] = _setting(("face_swapper",), names(None), "processors applied in order")
+    processor_options: dict[str, dict[str, Any]] = _options_setting(
+        "options of the processors, by processor name (each processor declares its own)"
+    )
     face_detector_model: FaceDetectorModel = _setting("dlib_hog", one_of(choices(FaceDetectorModel)), "face detector")
     face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
     face_detector_score: float = _setting(0.5, number(0.0, 1.0), "minimum detection confidence")
@@ -288,6 +313,8 @@ class Settings:
 
 
 def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -320,6 +347,20 @@ def validate_item(key: str, value: Any) -> Any:
     return _field(key).metadata["validate"](key, value)
 
 
+def merge_options(
+    current: Mapping[str, Mapping[str, Any]], edits: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    merged = {processor: dict(options) for processor, options in current.items()}
+    for processor, options in edits.items():
+        merged.setdefault(processor, {}).update(options)
+    return merged
+
+
+def cli_setting_keys() -> tuple[str, ...]:
+    """The settings with a ``--option`` of their own (processor options get one per option instead)."""
+    return tuple(item.name for item in dataclasses.fields(Settings) if item.metadata.get("cli", True))
+
+
 class StateManager:
     """The mutable front of the settings, owned by the CLI or the UI (one per process, not global)."""
 
@@ -332,14 +373,18 @@ class StateManager:
         return getattr(self._settings, key)
 
     def set_item(self, key: str, value: Any) -> None:
-        validated = validate_item(key, value)
-        with self._lock:
-            self._settings = self._settings.with_items(**{key: validated})
+        self.update({key: validate_item(key, value)})
 
     def update(self, values: Mapping[str, Any]) -> None:
-        """Set several items at once: all are applied or, on the first bad one, none."""
+        """Set several items at once: all are applied or, on the first bad one, none. Processor options
+        merge option by option: an edit sets the options it names and keeps the others."""
+        edits = dict(values)
         with self._lock:
-            self._settings = self._settings.with_items(**dict(values))
+            if "processor_options" in edits:
+                edits["processor_options"] = merge_options(
+                    self._settings.processor_options, validate_item("processor_options", edits["processor_options"])
+                )
+            self._settings = self._settings.with_items(**edits)
 
     def clear(self) -> None:
         with self._lock:

@@ -1,22 +1,30 @@
-"""Processor plugins: a third-party package registered through an entry point is listed and runs."""
+"""Processor plugins: a third-party package registered through an entry point is listed and runs, and
+the options it declares reach it from the command line, the queue and the pipeline."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 
-from facefusion_ui.errors import PluginError, UsageError
+from facefusion_ui.errors import PluginError, SettingsError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.store import JobStore
+from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.base import FrameContext, Processor
+from facefusion_ui.processors.options import ProcessorOption, check_option_values, resolve_options
 from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings
-from tests.support.plugins import install_plugin
+from tests.conftest import RunCli
+from tests.support import media
+from tests.support.plugins import install_plugin, registry_with_plugins
 
 
 def test_plugin_is_discovered_and_processes_a_frame(tmp_path: Path) -> None:
@@ -87,3 +95,125 @@ def test_plugin_cannot_take_a_builtin_name() -> None:
         ]
     )
     assert registry.entry("face_swapper").origin == "built-in"
+
+
+def write_photos(folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    source, target = folder / "astronaut.png", folder / "grace.png"
+    cv2.imwrite(str(source), media.astronaut())
+    cv2.imwrite(str(target), media.grace_hopper())
+    return source, target
+
+
+def test_cli_option_reaches_the_plugins_process_frame(tmp_path: Path, run_cli: RunCli) -> None:
+    site = install_plugin(tmp_path / "site")
+    source, target = write_photos(tmp_path / "media")
+    output = tmp_path / "out.png"
+    options = ["--processors", "tint", "--tint-level", "77", "--tint-channel", "green", "--tint-gain", "1"]
+    completed = run_cli(
+        ["process", "-s", str(source), "-t", str(target), "-o", str(output), *options], env={"PYTHONPATH": str(site)}
+    )
+    assert completed.returncode == 0, completed.stderr
+    tinted = media.read(output)
+    assert (tinted[:, :, 1] == 77).all()
+    assert np.array_equal(tinted[:, :, 0], media.grace_hopper()[:, :, 0])  # the other channels untouched
+    help_text = run_cli(["process", "--help"], env={"PYTHONPATH": str(site)}).stdout
+    assert "--tint-level" in help_text and "--no-tint-enabled" in help_text and "blue,green,red" in help_text
+
+
+def test_queued_job_keeps_its_processor_options(tmp_path: Path, run_cli: RunCli, private_home: Path) -> None:
+    site = install_plugin(tmp_path / "site")
+    source, target = write_photos(tmp_path / "media")
+    env = {"PYTHONPATH": str(site)}
+    tinted = ["--processors", "tint", "--tint-level", "33", "--tint-gain", "0.5"]
+    (tmp_path / "out").mkdir()
+    added = run_cli(
+        ["batch", "add", "-s", str(source), "-t", str(target), "--output-dir", str(tmp_path / "out"), *tinted],
+        env=env,
+    )
+    assert added.returncode == 0, added.stderr
+    (job,) = JobStore(private_home / "jobs.db").jobs()
+    stored = job.payload["settings"]
+    assert stored["processor_options"] == {"tint": {"level": 33, "gain": 0.5}}
+    assert Settings.from_dict(stored).to_dict() == stored
+    ran = run_cli(["batch", "run", "--until-empty"], env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    done = JobStore(private_home / "jobs.db").get(job.id)
+    assert done.status == "completed", done.last_error
+    assert (media.read(Path(job.payload["output"]))[:, :, 2] == 16).all()  # 33 x 0.5, in the default channel
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--tint-level", "300"], "invalid value 300 for option 'tint.level': allowed a whole number from 0 to 255"),
+        (["--tint-level", "lots"], "'lots' is not a whole number from 0 to 255"),
+        (["--tint-gain", "2.5"], "invalid value 2.5 for option 'tint.gain': allowed a number from 0 to 1"),
+        (["--tint-channel", "purple"], "invalid choice: 'purple'"),
+        (["--tint-strength", "1"], "unrecognized arguments: --tint-strength 1"),
+    ],
+)
+def test_bad_processor_option_is_one_line_and_exit_2(
+    tmp_path: Path, run_cli: RunCli, options: list[str], message: str
+) -> None:
+    site = install_plugin(tmp_path / "site")
+    completed = run_cli(
+        ["process", "-s", "a.png", "-t", "b.png", "-o", "c.png", *options], env={"PYTHONPATH": str(site)}
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.count("\n") == 1 and completed.stderr.startswith("error: ")
+    assert message in completed.stderr
+
+
+def test_unknown_saved_processor_option_is_one_line_and_exit_2(
+    tmp_path: Path, run_cli: RunCli, private_home: Path
+) -> None:
+    site = install_plugin(tmp_path / "site")
+    private_home.mkdir(parents=True, exist_ok=True)
+    (private_home / "settings.json").write_text(json.dumps({"processor_options": {"tint": {"strength": 3}}}))
+    for command in (["process", "-s", "a.png", "-t", "b.png", "-o", "c.png"], ["ui", "--port", "1"]):
+        completed = run_cli(command, env={"PYTHONPATH": str(site)})
+        assert completed.returncode == 2, completed.stderr
+        assert completed.stderr == (
+            "error: unknown option 'strength' for processor 'tint': known options: level, channel, enabled, gain\n"
+        )
+
+
+def test_options_reach_the_context_in_the_pipeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_runtime: ModelRuntime
+) -> None:
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source, _ = write_photos(tmp_path / "media")
+    registry = registry_with_plugins()
+    settings = Settings(processors=("tint",), processor_options={"tint": {"channel": "blue", "level": 9}})
+    assert registry.options_for("tint", settings) == {"level": 9, "channel": "blue", "enabled": True, "gain": 1.0}
+    pipeline = FramePipeline.build(settings, shared_runtime, [source], registry)
+    out = pipeline.process(media.grace_hopper(), 0)
+    assert (out[:, :, 0] == 9).all()
+    with pytest.raises(SettingsError, match=r"invalid value 'cyan' for option 'tint\.channel'"):
+        FramePipeline.build(
+            Settings(processors=("tint",), processor_options={"tint": {"channel": "cyan"}}),
+            shared_runtime,
+            [source],
+            registry,
+        )
+
+
+def test_declared_options_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = registry_with_plugins()
+    assert [option.name for option in registry.options("tint")] == ["level", "channel", "enabled", "gain"]
+    assert registry.options("invert") == () and registry.options("face_swapper") == ()
+    assert set(registry.option_table()) == {"face_swapper", "face_enhancer", "invert", "flaky", "tint"}
+    with pytest.raises(PluginError, match="a str option needs its choices"):
+        ProcessorOption("mode", str, "x")
+    with pytest.raises(PluginError, match="default 300 is not a whole number from 0 to 255"):
+        ProcessorOption("level", int, 300, low=0, high=255)
+    with pytest.raises(PluginError, match="must be lowercase"):
+        ProcessorOption("Level", int, 1)
+    with pytest.raises(SettingsError, match="unknown option 'x' for processor 'invert': known options: it takes none"):
+        resolve_options("invert", (), {"x": 1})
+    with pytest.raises(SettingsError, match="options given for processor 'nope', which is not installed"):
+        check_option_values(registry.option_table(), {"nope": {}})

@@ -108,3 +108,33 @@ def test_every_setting_has_help_and_survives_round_trip() -> None:
     settings = Settings()
     for key in setting_keys():
         assert Settings.from_dict({key: settings.to_dict()[key]}) == settings
+
+
+def test_processor_options_round_trip_and_merge_option_by_option() -> None:
+    state = StateManager()
+    state.update({"processor_options": {"my_filter": {"strength": 0.5, "mode": "soft"}}})
+    state.update({"processor_options": {"my_filter": {"strength": 0.7}, "other": {"on": True}}})
+    snapshot = state.snapshot()
+    assert snapshot.processor_options == {"my_filter": {"strength": 0.7, "mode": "soft"}, "other": {"on": True}}
+    restored = Settings.from_json(snapshot.to_json())
+    assert restored == snapshot and restored.to_json() == snapshot.to_json()
+    snapshot.to_dict()["processor_options"]["my_filter"]["strength"] = 0.1  # a copy: the snapshot is unchanged
+    assert snapshot.processor_options["my_filter"]["strength"] == 0.7
+    assert Settings().processor_options == {}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["my_filter"],
+        {"My Filter": {"strength": 1}},
+        {"my_filter": 3},
+        {"my_filter": {"strength": [1, 2]}},
+        {"my_filter": {"strength": None}},
+    ],
+)
+def test_processor_options_must_be_names_and_plain_values(value: object) -> None:
+    with pytest.raises(SettingsError, match=r"invalid value .* for setting 'processor_options'"):
+        Settings.from_dict({"processor_options": value})
+    with pytest.raises(SettingsError, match="processor_options"):
+        StateManager().update({"processor_options": value})

@@ -19,6 +19,7 @@ from facefusion_ui.jobs.backend import JobView, QueueBackend, backend_for
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
+from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import JobStatus, choices
 
@@ -228,7 +229,9 @@ def run_pause(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_batch_parser(commands: Any, processor_names: Sequence[str], backend: argparse.ArgumentParser) -> None:
+def add_batch_parser(
+    commands: Any, processor_names: Sequence[str], backend: argparse.ArgumentParser, processor_options: OptionTable
+) -> None:
     batch = commands.add_parser("batch", help="the persistent job queue")
     actions = batch.add_subparsers(dest="batch_command", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="queue jobs: sources x targets", parents=[backend])
@@ -238,7 +241,7 @@ def add_batch_parser(commands: Any, processor_names: Sequence[str], backend: arg
     add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")
     add.add_argument("--output-dir", required=True, metavar="OUT")
     add.add_argument("--priority", type=int, default=0, help="higher runs first")
-    add_settings_arguments(add, processor_names=processor_names)
+    add_settings_arguments(add, processor_names=processor_names, processor_options=processor_options)
     add.set_defaults(handler=lambda args: run_add(args, settings_from_args(args)))
     importing = actions.add_parser("import", help="queue jobs from a JSON list", parents=[backend])
     importing.add_argument("file", metavar="JOBS.json")

@@ -22,11 +22,12 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    processor_names = ProcessorRegistry.discover().names()  # once per run
+    registry = ProcessorRegistry.discover()  # once per run
+    processor_names, processor_options = registry.names(), registry.option_table()
     backend = backend_parent()
-    add_ui_parser(commands)
-    add_process_parser(commands, processor_names)
-    add_batch_parser(commands, processor_names, backend)
+    add_ui_parser(commands, processor_options)
+    add_process_parser(commands, processor_names, processor_options)
+    add_batch_parser(commands, processor_names, backend, processor_options)
     add_worker_parser(commands, backend)
     add_models_parser(commands)
     add_presets_parser(commands)

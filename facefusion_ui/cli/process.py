@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import RunInterrupted, UsageError
 from facefusion_ui.faults import FaultInjection
+from facefusion_ui.processors.options import OptionTable
 
 if TYPE_CHECKING:
     from facefusion_ui.job import ProcessResult, SwapJob
@@ -76,7 +77,7 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, terminate)
 
 
-def add_process_parser(commands: Any, processor_names: Sequence[str]) -> None:
+def add_process_parser(commands: Any, processor_names: Sequence[str], processor_options: OptionTable) -> None:
     process = commands.add_parser("process", help="swap faces in one image or video")
     process.add_argument(
         "-s",
@@ -91,5 +92,5 @@ def add_process_parser(commands: Any, processor_names: Sequence[str]) -> None:
     )
     process.add_argument("-o", "--output", "--output-video", dest="output", metavar="OUT", help="output path")
     process.add_argument("--json", action="store_true", help="print one JSON summary object")
-    add_settings_arguments(process, processor_names=processor_names)
+    add_settings_arguments(process, processor_names=processor_names, processor_options=processor_options)
     process.set_defaults(handler=run_process)

@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
+from facefusion_ui.processors.options import OptionValue, ProcessorOption
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
@@ -24,6 +25,9 @@ class FrameContext:
     faces: Sequence[Face] = ()
     sources: SourceIdentity | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, OptionValue] = field(default_factory=dict)
+    """The options of the processor being called: every one it declares (``ConfigurableProcessor``), as
+    the job's settings give it or else its default."""
 
 
 @runtime_checkable
@@ -61,6 +65,16 @@ class CountingProcessor(Protocol):
     stats sum these over its processors. A processor without ``counts`` adds nothing."""
 
     def counts(self) -> Mapping[str, int]: ...
+
+
+@runtime_checkable
+class ConfigurableProcessor(Protocol):
+    """Optional beside ``Processor``, on its factory (a class attribute of a processor class): the options
+    it takes. They become settings under its name (``settings.processor_options["my_filter"]``), command
+    line options (``--my-filter-strength``) and controls on the page; ``FrameContext.options`` carries
+    their values to ``process_frame``."""
+
+    options: Sequence[ProcessorOption]
 
 
 ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]

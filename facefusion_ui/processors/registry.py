@@ -5,7 +5,8 @@ A plugin package declares, in its pyproject.toml::
     [project.entry-points."facefusion_ui.processors"]
     my_filter = "my_package.module:MyFilter"
 
-where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``.
+where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``. A class
+that declares ``options`` (``processors.base.ConfigurableProcessor``) takes settings of its own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from importlib.metadata import EntryPoint, entry_points
 
 from facefusion_ui.errors import PluginError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.base import Processor, ProcessorFactory
+from facefusion_ui.processors.base import ConfigurableProcessor, Processor, ProcessorFactory
+from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
 from facefusion_ui.state_manager import Settings
 
 ENTRY_POINT_GROUP = "facefusion_ui.processors"
@@ -83,7 +85,8 @@ class ProcessorRegistry:
             known = ", ".join(self._entries) or "none installed"
             raise UsageError(f"unknown processor '{name}': available processors are {known}") from None
 
-    def create(self, name: str, settings: Settings, runtime: ModelRuntime) -> Processor:
+    def factory(self, name: str) -> ProcessorFactory:
+        """What the processor's entry point names (imported now)."""
         entry = self.entry(name)
         try:
             factory: ProcessorFactory = _load_target(entry.target)  # type: ignore[assignment]
@@ -94,7 +97,38 @@ class ProcessorRegistry:
             ) from error
         if not callable(factory):
             raise PluginError(f"processor '{name}' ({entry.origin}): {entry.target} is not callable")
-        processor = factory(settings, runtime)
+        return factory
+
+    def options(self, name: str) -> tuple[ProcessorOption, ...]:
+        """The options the processor declares (none when its factory is not a ``ConfigurableProcessor``)."""
+        factory = self.factory(name)
+        if not isinstance(factory, ConfigurableProcessor):
+            return ()
+        declared = tuple(factory.options)
+        if not all(isinstance(option, ProcessorOption) for option in declared):
+            raise PluginError(f"processor '{name}' ({self.entry(name).origin}): options must be ProcessorOption")
+        if len({option.name for option in declared}) != len(declared):
+            raise PluginError(f"processor '{name}' ({self.entry(name).origin}) declares an option twice")
+        return declared
+
+    def option_table(self) -> dict[str, tuple[ProcessorOption, ...]]:
+        """Every loadable processor's options; one that cannot be loaded is left out (it fails, with its
+        reason, when a job uses it)."""
+        table: dict[str, tuple[ProcessorOption, ...]] = {}
+        for name in self._entries:
+            try:
+                table[name] = self.options(name)
+            except PluginError as error:
+                logger.debug("no options for %s: %s", name, error)
+        return table
+
+    def options_for(self, name: str, settings: Settings) -> dict[str, OptionValue]:
+        """The processor's option values for a run: the settings' (checked) or else the defaults."""
+        return resolve_options(name, self.options(name), settings.processor_options.get(name, {}))
+
+    def create(self, name: str, settings: Settings, runtime: ModelRuntime) -> Processor:
+        entry = self.entry(name)
+        processor = self.factory(name)(settings, runtime)
         if not isinstance(processor, Processor):
             raise PluginError(
                 f"processor '{name}' ({entry.origin}) does not follow the Processor protocol "

@@ -14,6 +14,7 @@ from typing import Any
 from facefusion_ui import __version__
 from facefusion_ui.errors import UsageError
 from facefusion_ui.paths import home_dir
+from facefusion_ui.ui.login_limit import LoginLimiter, LoginThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ def check_port(host: str, port: int) -> None:
 def build_app(services: Any) -> Any:
     import gradio as gr
 
+    from facefusion_ui.ui.api import build_api
     from facefusion_ui.ui.batch import build_batch_tab
     from facefusion_ui.ui.settings import build_settings_tab
     from facefusion_ui.ui.single import build_single_tab
@@ -70,36 +72,6 @@ def build_app(services: Any) -> Any:
             build_settings_tab(services)
         build_api(services)
     return demo
-
-
-def build_api(services: Any) -> None:
-    """``/swap`` for scripts (gradio_client): the same queue as the page, waits for the result."""
-    import gradio as gr
-
-    from facefusion_ui.errors import InputError
-    from facefusion_ui.jobs.store import wait_for
-    from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors
-
-    with gr.Row(visible=False):
-        sources = gr.File(file_count="multiple")
-        target = gr.File()
-        result = gr.File()
-        button = gr.Button()
-
-    @plain_errors
-    def swap(source_values: Any, target_value: Any) -> str:
-        path = file_path(target_value)
-        if path is None or not file_paths(source_values):
-            raise InputError("give source photo(s) and a target")
-        job_id = services.enqueue(
-            file_paths(source_values), path, output_name(path, services.outputs_dir), services.settings()
-        )
-        job = wait_for(services.store, job_id, timeout_s=3600)
-        if job.status != "completed" or job.result is None:
-            raise InputError(f"job {job_id} {job.status}: {job.last_error or 'no output'}")
-        return str(job.result["output"])
-
-    button.click(swap, [sources, target], result, api_name="swap")
 
 
 @dataclass
@@ -122,15 +94,20 @@ def start_ui(
     preset: str | None = None,
     overrides: dict[str, Any] | None = None,
     home: Path | None = None,
+    login_limiter: LoginLimiter | None = None,
 ) -> RunningUi:
-    """Launch without blocking; ``RunningUi.close()`` stops the page and its worker."""
+    """Launch without blocking; ``RunningUi.close()`` stops the page and its worker. With a password,
+    failed logins are slowed per client (``login_limiter``, by default ``ui.login_limit.LoginLimiter()``)."""
     home = home or home_dir()
     prepare_environment(home)
     credentials = parse_auth(auth)
     check_port(host, port)
     import gradio as gr
+    from starlette.middleware import Middleware
 
     from facefusion_ui.ui.services import UiServices
+
+    throttle = Middleware(LoginThrottle, limiter=LoginLimiter() if login_limiter is None else login_limiter)
 
     services = UiServices.create(home=home, preset=preset, overrides=overrides)
     demo = build_app(services)
@@ -147,6 +124,7 @@ def start_ui(
             quiet=True,
             theme=gr.themes.Soft(),
             footer_links=[],
+            app_kwargs={"middleware": [throttle]} if credentials else None,
         )
     except Exception:
         services.stop()

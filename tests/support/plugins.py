@@ -7,10 +7,12 @@ from pathlib import Path
 from facefusion_ui.processors.registry import BUILTIN_PROCESSORS, ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
 
 PLUGIN_MODULE = '''
-"""Test processors: invert (fast, no model), flaky (fails transiently, then works), broken."""
+"""Test processors: invert (fast, no model), flaky (fails transiently, then works), tint (options),
+broken."""
 import numpy as np
 
 from facefusion_ui.errors import FfmpegError
+from facefusion_ui.processors.options import ProcessorOption
 
 
 class Invert:
@@ -48,6 +50,26 @@ class Flaky(Invert):
         return super().process_frame(frame, context)
 
 
+class Tint(Invert):
+    """Fills one colour channel of the whole frame with ``level`` x ``gain`` (its options)."""
+
+    name = "tint"
+    options = (
+        ProcessorOption("level", int, 200, help="value written into the channel", low=0, high=255),
+        ProcessorOption("channel", str, "red", help="which channel", choices=("blue", "green", "red")),
+        ProcessorOption("enabled", bool, True, help="tint at all"),
+        ProcessorOption("gain", float, 1.0, help="multiplies the level", low=0.0, high=1.0),
+    )
+
+    def process_frame(self, frame, context):
+        if not context.options["enabled"]:
+            return frame
+        out = frame.copy()
+        channel = ("blue", "green", "red").index(context.options["channel"])
+        out[:, :, channel] = int(context.options["level"] * context.options["gain"])
+        return out
+
+
 class Broken:
     def __init__(self, settings, runtime):
         pass
@@ -63,7 +85,7 @@ def install_plugin(site: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ffui-test-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         f"[{ENTRY_POINT_GROUP}]\ninvert = ffui_test_plugin:Invert\nflaky = ffui_test_plugin:Flaky\n"
-        "broken = ffui_test_plugin:Broken\n"
+        "tint = ffui_test_plugin:Tint\nbroken = ffui_test_plugin:Broken\n"
     )
     return site
 
@@ -73,6 +95,6 @@ def registry_with_plugins() -> ProcessorRegistry:
     entries = [ProcessorEntry(name, target, "built-in") for name, target in BUILTIN_PROCESSORS.items()]
     entries += [
         ProcessorEntry(name, f"ffui_test_plugin:{cls}", "plugin from ffui-test-plugin")
-        for name, cls in (("invert", "Invert"), ("flaky", "Flaky"))
+        for name, cls in (("invert", "Invert"), ("flaky", "Flaky"), ("tint", "Tint"))
     ]
     return ProcessorRegistry(entries)
