@@ -40,6 +40,7 @@ import cv2
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.state_manager import Settings, StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
@@ -161,7 +162,7 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
     }
     for detector in ("dlib_hog", "mediapipe_blazeface"):
         state = StateManager()
-        state.apply_preset("balanced")
+        apply_preset(state, "balanced")
         state.update({"face_detector_model": detector, "output_video_quality": SAME_AS_X264_DEFAULT})
         settings = state.snapshot()
         runtime = ModelRuntime.create(settings)

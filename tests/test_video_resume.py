@@ -18,6 +18,7 @@ import pytest
 
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.state_manager import StateManager
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -99,7 +100,7 @@ def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> list[np.nda
     """The same job run without interruption and in one chunk (otherwise the CLI's settings): the resumed
     run must equal it frame for frame, so the detection schedule's state was carried across the resume."""
     state = StateManager()
-    state.apply_preset("balanced")
+    apply_preset(state, "balanced")
     state.update({"video_chunk_size": 1000, "output_video_quality": 100})
     output = job["folder"] / "reference.mp4"
     process(

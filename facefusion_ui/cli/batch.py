@@ -15,9 +15,10 @@ from tqdm import tqdm
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import FacefusionError, InputError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.jobs.backend import JobView, QueueBackend, backend_for
+from facefusion_ui.jobs.backend import backend_for
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
 from facefusion_ui.jobs.store import JobStore
+from facefusion_ui.jobs.views import JobView, QueueBackend
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import JobStatus, choices

@@ -28,10 +28,10 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegist
 
 from facefusion_ui.errors import JobError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.jobs.backend import JobView
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.jobs.views import JobView
 from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
 

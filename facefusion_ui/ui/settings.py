@@ -11,7 +11,7 @@ import gradio as gr
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import download_command, model_state
-from facefusion_ui.presets import PRESET_KEYS, load_presets, suggest_preset
+from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.state_manager import validate_item
 from facefusion_ui.types import ExecutionProvider, FaceDetectorModel, PresetName, VideoEncoder, choices
 from facefusion_ui.ui.common import plain_errors
@@ -136,7 +136,7 @@ def build_settings_tab(services: UiServices) -> None:
     ) -> str:
         if not chosen:
             raise SettingsError("choose at least one execution provider (cpu always works)")
-        services.state.apply_preset(name)
+        apply_preset(services.state, name)
         result = services.save_settings(
             {
                 "execution_providers": tuple(chosen),
