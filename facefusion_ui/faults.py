@@ -6,11 +6,13 @@ fail once as onnxruntime fails when its arena cannot allocate; ``kind=memory`` r
 
 ``FACEFUSION_UI_INJECT_FAULT="hold:chunk=2,until=/tmp/release"`` holds the job when it reports progress in
 its chunk 2 (the chunks before are finished): it writes ``/tmp/release.held`` and waits until
-``/tmp/release`` exists (or the job is stopped), so a test can interrupt a run at a known point.
+``/tmp/release`` exists (or the job is stopped, or Ctrl-C interrupts ``process``), so a test can interrupt a
+run at a known point instead of racing it.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +97,18 @@ class ChunkHold:
                 pass
 
         return held
+
+    def released_by_ctrl_c(self) -> threading.Event:
+        """An event Ctrl-C sets before it interrupts as usual (call from the main thread): a held run lets go
+        only once the interrupt is under way, so a test that sends SIGINT needs no second signal."""
+        released = threading.Event()
+
+        def on_ctrl_c(signum: int, frame: Any) -> None:
+            released.set()
+            signal.default_int_handler(signum, frame)
+
+        signal.signal(signal.SIGINT, on_ctrl_c)
+        return released
 
 
 def parse_fault(text: str) -> FaultInjection | ChunkHold:

@@ -11,7 +11,7 @@ from typing import Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import UsageError
-from facefusion_ui.faults import FaultInjection
+from facefusion_ui.faults import ChunkHold, FaultInjection, parse_fault
 
 
 def run_process(args: argparse.Namespace) -> int:
@@ -30,14 +30,16 @@ def run_process(args: argparse.Namespace) -> int:
             bar.update(state["frames_done"] - bar.n)
 
         injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
-        fault = FaultInjection.parse(injected) if injected else None
+        fault = parse_fault(injected) if injected else None
+        if isinstance(fault, ChunkHold):
+            progress = fault.around(progress, fault.released_by_ctrl_c())
         result = process(
             settings,
             [Path(s) for s in args.sources],
             Path(args.target),
             Path(args.output),
             progress=progress,
-            fault=fault,
+            fault=fault if isinstance(fault, FaultInjection) else None,
         )
     if args.json:
         print(json.dumps(result.to_json()))

@@ -30,6 +30,7 @@ from facefusion_ui.errors import JobError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
 from facefusion_ui.jobs.log import JobLog
+from facefusion_ui.jobs.outputs import OutputChooser
 from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.jobs.views import JobView
 from facefusion_ui.paths import home_dir
@@ -184,6 +185,13 @@ class RqBackend:
             meta={"priority": priority, "status_line": "queued"},
         )
         return str(job.id)
+
+    def add_claiming(self, payload: dict[str, Any], priority: int, choose: OutputChooser) -> tuple[str, str]:
+        """As the SQLite queue does, but not atomic: two processes adding at the same moment may both
+        get a name (Redis holds no transaction around the choice)."""
+        live = {str(view.payload.get("output")): view.id for view in self.jobs(["queued", "running"])}
+        output = choose(live)
+        return self.add({**payload, "output": output}, priority), output
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str:
         meta = {"priority": priority, "outcome": "failed", "last_error": reason, "status_line": "rejected at enqueue"}

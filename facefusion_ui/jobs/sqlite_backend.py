@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from facefusion_ui.errors import UsageError
+from facefusion_ui.jobs.outputs import OutputChooser
 from facefusion_ui.jobs.store import Job, JobStore
 from facefusion_ui.jobs.views import JobView
 from facefusion_ui.jobs.worker import read_log
@@ -46,6 +47,10 @@ class SqliteBackend:
 
     def add(self, payload: dict[str, Any], priority: int = 0) -> str:
         return str(self.store.add(payload, priority))
+
+    def add_claiming(self, payload: dict[str, Any], priority: int, choose: OutputChooser) -> tuple[str, str]:
+        job_id, output = self.store.add_claiming(payload, priority, choose)
+        return str(job_id), output
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str:
         return str(self.store.add_failed(payload, reason, priority))

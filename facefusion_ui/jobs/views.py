@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from facefusion_ui.jobs.outputs import OutputChooser
 from facefusion_ui.types import JobStatus
 
 
@@ -45,6 +46,8 @@ class QueueBackend(Protocol):
     name: str
 
     def add(self, payload: dict[str, Any], priority: int = 0) -> str: ...
+
+    def add_claiming(self, payload: dict[str, Any], priority: int, choose: OutputChooser) -> tuple[str, str]: ...
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str: ...
 
