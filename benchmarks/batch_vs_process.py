@@ -27,6 +27,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.state_manager import StateManager
 from tests.support import media, videos
 
@@ -60,7 +61,7 @@ def main() -> None:
     separate = time.perf_counter() - started
 
     state = StateManager()
-    state.apply_preset("balanced")
+    apply_preset(state, "balanced")
     settings = state.snapshot()
     started = time.perf_counter()
     store = JobStore(work / "home-batch" / "jobs.db")

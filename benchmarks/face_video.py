@@ -31,6 +31,7 @@ from facefusion_ui.core import process
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
 from facefusion_ui.state_manager import StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
@@ -70,7 +71,7 @@ def main() -> None:
     clip = videos.write_video(work / "clip.mp4", videos.moving_face(1280, 720, frames), frames, fps=Fraction(fps))
     ffmpeg = resolve_ffmpeg().path
     state = StateManager()
-    state.apply_preset("balanced")
+    apply_preset(state, "balanced")
     state.update({"output_video_quality": SAME_AS_X264_DEFAULT})
     settings = state.snapshot()
     runtime = ModelRuntime.create(settings)

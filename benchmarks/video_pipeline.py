@@ -162,7 +162,7 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
     }
     for detector in ("dlib_hog", "mediapipe_blazeface"):
         state = StateManager()
-        state.apply_preset("balanced")
+        apply_preset(state, "balanced")
         state.update({"face_detector_model": detector, "output_video_quality": SAME_AS_X264_DEFAULT})
         settings = state.snapshot()
         runtime = ModelRuntime.create(settings)

@@ -13,7 +13,7 @@ from typing import Any
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.paths import home_dir
-from facefusion_ui.presets import load_preset
+from facefusion_ui.presets import apply_preset, load_preset
 from facefusion_ui.state_manager import Settings, StateManager, setting_keys
 
 
@@ -43,7 +43,7 @@ def build_state(config: dict[str, Any] | None = None, preset: str | None = None)
     """defaults <- preset (argument, else the config's, else balanced) <- the rest of the config."""
     values = dict(config if config is not None else read_config())
     state = StateManager()
-    state.apply_preset(preset or values.pop("preset", "balanced"))
+    apply_preset(state, preset or values.pop("preset", "balanced"))
     values.pop("preset", None)
     state.update(values)
     return state
@@ -53,7 +53,7 @@ def save_config(settings: Settings, path: Path | None = None) -> Path:
     """Store ``settings`` as its preset plus the values that differ from that preset's."""
     path = path or config_path()
     base = StateManager()
-    base.apply_preset(settings.preset)
+    apply_preset(base, settings.preset)
     reference = base.snapshot().to_dict()
     changed = {key: value for key, value in settings.to_dict().items() if reference.get(key) != value}
     data = {"preset": settings.preset, **changed}

@@ -3,12 +3,19 @@
 ``FACEFUSION_UI_INJECT_FAULT="frame=12,times=1,kind=onnxruntime"`` (read by the CLI only) makes frame 12
 fail once as onnxruntime fails when its arena cannot allocate; ``kind=memory`` raises MemoryError,
 ``kind=error`` a plain RuntimeError (not a memory error: the job fails).
+
+``FACEFUSION_UI_INJECT_FAULT="hold:chunk=2,until=/tmp/release"`` holds the job when it reports progress in
+its chunk 2 (the chunks before are finished): it writes ``/tmp/release.held`` and waits until
+``/tmp/release`` exists (or the job is stopped, or Ctrl-C interrupts ``process``), so a test can interrupt a
+run at a known point instead of racing it.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import UsageError
@@ -59,6 +66,45 @@ class FaultInjection:
     def wrap(self, stages: Any) -> Any:
         """A ``RunContext.wrap_stages`` that puts this fault in front of the processors."""
         return FaultyStages(stages, self)
+
+
+@dataclass
+class ChunkHold:
+    """Hold a job once, at the first progress report of chunk ``chunk`` (1-based) or later."""
+
+    chunk: int
+    until: Path
+    poll_s: float = 0.05
+    fired: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> ChunkHold:
+        values = dict(part.split("=", 1) for part in text.removeprefix("hold:").split(",") if "=" in part)
+        try:
+            return cls(int(values["chunk"]), Path(values["until"]))
+        except (KeyError, ValueError) as error:
+            raise UsageError(f"bad fault injection '{text}': use hold:chunk=N,until=PATH") from error
+
+    @property
+    def marker(self) -> Path:
+        return self.until.with_name(self.until.name + ".held")
+
+    def around(self, progress: Callable[[dict[str, Any]], None], stop: threading.Event) -> Callable[..., None]:
+        def held(state: dict[str, Any]) -> None:
+            progress(state)
+            if self.fired or int(state["chunk"]) < self.chunk:
+                return
+            self.fired = True
+            self.marker.write_text(str(state["chunk"]), encoding="utf-8")
+            while not self.until.exists() and not stop.wait(self.poll_s):
+                pass
+
+        return held
+
+
+def parse_fault(text: str) -> FaultInjection | ChunkHold:
+    """``FACEFUSION_UI_INJECT_FAULT``'s value: a frame fault or a hold."""
+    return ChunkHold.parse(text) if text.startswith("hold:") else FaultInjection.parse(text)
 
 
 class FaultyStages:

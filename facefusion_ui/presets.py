@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import PresetError, SettingsError
-from facefusion_ui.state_manager import validate_item
+from facefusion_ui.state_manager import StateManager, validate_item
 from facefusion_ui.types import PresetName, choices
 
 if sys.version_info >= (3, 11):
@@ -87,6 +87,12 @@ def load_preset(name: str, folder: Path | None = None) -> Preset:
     except OSError as error:
         raise PresetError(f"preset file {path} cannot be read ({error.strerror}): restore it") from error
     return parse_preset(name, text, path)
+
+
+def apply_preset(state: StateManager, name: str, folder: Path | None = None) -> None:
+    """Apply the values of ``presets/NAME.toml`` to ``state`` and record the preset's name."""
+    preset = load_preset(name, folder)
+    state.update({**preset.values, "preset": preset.name})
 
 
 def load_presets(folder: Path | None = None) -> list[Preset]:

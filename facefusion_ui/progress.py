@@ -22,6 +22,7 @@ class FrameProgress:
     chunk_index: int = 0
     started: float = field(default_factory=time.perf_counter)
     _last_report: float = 0.0
+    _reported_chunk: int = -1
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def skip(self, frames: int) -> None:
@@ -58,7 +59,13 @@ class FrameProgress:
         if self.callback is None:
             return
         now = time.perf_counter()
-        if not force and now - self._last_report < REPORT_EVERY_S and self.frames_done < self.frames_total:
+        new_chunk = self.chunk_index != self._reported_chunk  # reported at once: a chunk's start is a known point
+        if (
+            not (force or new_chunk)
+            and now - self._last_report < REPORT_EVERY_S
+            and self.frames_done < self.frames_total
+        ):
             return
         self._last_report = now
+        self._reported_chunk = self.chunk_index
         self.callback(self.snapshot())

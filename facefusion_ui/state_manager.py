@@ -14,7 +14,6 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import SettingsError
@@ -389,13 +388,6 @@ class StateManager:
     def clear(self) -> None:
         with self._lock:
             self._settings = Settings()
-
-    def apply_preset(self, name: str, presets_dir: Path | None = None) -> None:
-        """Apply the values of ``presets/NAME.toml`` and record the preset's name."""
-        from facefusion_ui.presets import load_preset  # presets validates through this module
-
-        preset = load_preset(name, presets_dir)
-        self.update({**preset.values, "preset": preset.name})
 
     def snapshot(self) -> Settings:
         return self._settings

@@ -3,6 +3,8 @@ cancel (queued and running), pause and the memory gate."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,7 +15,9 @@ import numpy as np
 import pytest
 
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
+from facefusion_ui.jobs.sqlite_backend import SqliteBackend
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions, job_dir, read_log
 from facefusion_ui.state_manager import Settings
@@ -168,3 +172,39 @@ def test_store_basics(tmp_path: Path) -> None:
     assert store.fail(job_id, "a", "disk full", transient=True, backoff_s=60) == "queued"
     assert store.claim("b", lease_s=60) is None  # waiting for its backoff
     assert store.get(job_id).status_line == "retry 2/3 in 60 s"
+
+
+LOCKER = """
+import sqlite3, sys, time, pathlib
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN EXCLUSIVE")
+connection.execute("UPDATE settings SET value = value")
+pathlib.Path(sys.argv[2]).touch()
+time.sleep(5)
+connection.execute("COMMIT")
+"""
+
+
+def test_a_queue_locked_by_another_process_for_5_s_is_waited_for(files: dict[str, Path], tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.db")
+    store.set_paused(False)  # a settings row for the locker to write
+    first = store.add(payload(files, tmp_path / "first.png", processors=("invert",)))
+    locked = tmp_path / "locked"
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(store.path), str(locked)], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not locked.exists():
+        assert time.monotonic() < deadline and locker.poll() is None, locker.communicate()
+        time.sleep(0.01)
+    since = time.monotonic()
+    run, _ = worker(store, ModelRuntime.create(Settings()))
+    thread = threading.Thread(target=run.run)
+    thread.start()  # its first claim waits for the lock
+    job_id, output = claim_output(
+        SqliteBackend(store), payload(files, tmp_path / "second.png", processors=("invert",)), made=True
+    )
+    assert time.monotonic() - since > 4, "the lock was held while adding"
+    assert output == tmp_path / "second.png" and store.get(int(job_id)).status in ("queued", "running", "completed")
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    assert store.get(first).status == "completed", store.get(first).last_error
+    assert locker.wait(timeout=60) == 0

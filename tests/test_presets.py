@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from facefusion_ui.errors import PresetError
-from facefusion_ui.presets import PRESET_KEYS, load_preset, load_presets, presets_dir, suggest_preset
+from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_preset, load_presets, presets_dir, suggest_preset
 from facefusion_ui.state_manager import StateManager
 
 if sys.version_info >= (3, 11):
@@ -62,7 +62,7 @@ def test_preset_matches_design_table_and_its_file(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_apply_preset_sets_every_value(name: str) -> None:
     state = StateManager()
-    state.apply_preset(name)
+    apply_preset(state, name)
     snapshot = state.snapshot()
     assert snapshot.preset == name
     for key, value in load_preset(name).values.items():

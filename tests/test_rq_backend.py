@@ -19,6 +19,8 @@ import pytest
 from redis import Redis
 from rq import Worker as RqWorker
 
+from facefusion_ui.errors import JobError
+from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.rq_backend import RqBackend, job_folder
 from facefusion_ui.state_manager import Settings
@@ -184,3 +186,13 @@ def test_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
     )
     assert completed.returncode == 2
     assert completed.stderr.startswith("error: cannot reach Redis at") and "start redis-server" in completed.stderr
+
+
+def test_made_output_names_step_aside_in_redis_too(backend: RqBackend, face: Path, tmp_path: Path) -> None:
+    target = tmp_path / "grace.png"
+    cv2.imwrite(str(target), media.grace_hopper())
+    payload = make_payload([face], target, tmp_path / "grace_swapped.png", Settings())
+    outputs = [claim_output(backend, payload, made=True)[1].name for _ in range(2)]
+    assert outputs == ["grace_swapped.png", "grace_swapped-2.png"]
+    with pytest.raises(JobError, match="already the output of job"):
+        claim_output(backend, payload)

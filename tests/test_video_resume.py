@@ -20,6 +20,7 @@ import pytest
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.state_manager import StateManager
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -56,8 +57,8 @@ def command(job: dict[str, Path], output: Path, *extra: str) -> list[str]:
     ]
 
 
-def start(job: dict[str, Path], output: Path, home: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
+def start(job: dict[str, Path], output: Path, home: Path, *extra: str, hold: str = "") -> subprocess.Popen[str]:
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home), **({"FACEFUSION_UI_INJECT_FAULT": hold} if hold else {})}
     return subprocess.Popen(
         command(job, output, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
     )
@@ -101,7 +102,7 @@ def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> tuple[list[
     """The same job run without interruption and in one chunk (otherwise the CLI's settings): the resumed
     run must equal it frame for frame, so the detection schedule's state was carried across the resume."""
     state = StateManager()
-    state.apply_preset("balanced")
+    apply_preset(state, "balanced")
     state.update({"video_chunk_size": 1000, "output_video_quality": 100})
     output = job["folder"] / "reference.mp4"
     result = process(
@@ -150,20 +151,25 @@ def test_changed_settings_do_not_reuse_the_manifest(job: dict[str, Path], tmp_pa
 
 
 def test_ctrl_c_stops_cleanly_and_leaves_nothing_running(job: dict[str, Path], tmp_path: Path) -> None:
-    home, output = tmp_path / "home", tmp_path / "out.mp4"
-    running = start(job, output, home)
-    wait_for_chunk_in_progress(home, running, done=1)
+    home, output, release = tmp_path / "home", tmp_path / "out.mp4", tmp_path / "release"
+    running = start(job, output, home, hold=f"hold:chunk=2,until={release}")  # held at chunk 2: never raced
+    deadline = time.monotonic() + 240
+    while not release.with_name("release.held").exists():
+        assert time.monotonic() < deadline and running.poll() is None, running.communicate()
+        time.sleep(0.05)
     children = psutil.Process(running.pid).children(recursive=True)
     assert any("ffmpeg" in child.name() for child in children)
-    running.send_signal(signal.SIGINT)
-    _, stderr = running.communicate(timeout=60)
+    running.send_signal(signal.SIGINT)  # the hold lets go once the interrupt is under way
+    _, stderr = running.communicate(timeout=120)
     assert running.returncode == 130
     assert stderr.strip().splitlines()[-1] == (
         "interrupted: finished chunks are kept; run the same command again to resume"
     )
     assert "Traceback" not in stderr
-    time.sleep(0.5)
-    assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+    deadline = time.monotonic() + 60
+    while [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]:
+        assert time.monotonic() < deadline, "ffmpeg still runs after the interrupted run ended"
+        time.sleep(0.05)
     assert not output.exists()
     summary, _ = rerun(job, output, home)  # and the interrupted job resumes
     assert int(summary["chunks_skipped"]) >= 1  # type: ignore[call-overload]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -14,6 +15,18 @@ from facefusion_ui.errors import FacefusionError, RunInterrupted
 Handler = Callable[..., int]
 
 
+def stdout_to_devnull() -> None:
+    """The reader of stdout went away (``| head``): not an error. Point stdout at /dev/null so the
+    interpreter's final flush of what is left does not fail too."""
+    try:
+        target = sys.stdout.fileno()
+    except (OSError, ValueError):  # stdout replaced by an object without a file (embedding, tests)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, target)
+    os.close(devnull)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     arguments = normalise_argv(sys.argv[1:] if argv is None else argv)
     verbose = "--verbose" in arguments
@@ -23,7 +36,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(arguments)
         handler: Handler = args.handler
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
+    except BrokenPipeError:
+        stdout_to_devnull()
+        return 0
     except FacefusionError as error:
         if verbose:
             traceback.print_exc()

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
-from facefusion_ui.errors import FacefusionError, InputError, UsageError
+from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.jobs.backend import JobView, QueueBackend, backend_for
+from facefusion_ui.faults import ChunkHold, parse_fault
+from facefusion_ui.jobs.backend import backend_for
+from facefusion_ui.jobs.outputs import claim_output, prepare_output_dir
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
 from facefusion_ui.jobs.store import JobStore
+from facefusion_ui.jobs.views import JobView, QueueBackend
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.state_manager import Settings
@@ -38,38 +46,65 @@ def targets_of(args: argparse.Namespace) -> list[Path]:
     return targets
 
 
+@dataclass
+class Enqueued:
+    """What ``batch add`` / ``batch import`` did, for the report."""
+
+    queued: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+
 def enqueue(
-    backend: QueueBackend, runtime: ModelRuntime, payloads: list[dict[str, Any]], priority: int
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Queue the valid jobs; record the invalid ones as failed with their reason (never retried)."""
-    queued, rejected = [], []
-    for payload in payloads:
-        try:
-            validate_job(payload, runtime)
-        except FacefusionError as error:
-            rejected.append((backend.add_failed(payload, str(error), priority), str(error)))
-            continue
-        queued.append(backend.add(payload, priority))
-    return queued, rejected
+    backend: QueueBackend,
+    runtime: ModelRuntime,
+    payload: dict[str, Any],
+    priority: int,
+    made: bool,
+    overwrite: bool,
+    done: Enqueued,
+) -> None:
+    """Queue a valid job under a free output (see ``jobs.outputs``); record an invalid one as failed with its
+    reason (never retried); refuse one whose chosen output is taken."""
+    try:
+        validate_job(payload, runtime)
+    except FacefusionError as error:
+        done.rejected.append((backend.add_failed(payload, str(error), priority), str(error)))
+        return
+    try:
+        job_id, output = claim_output(backend, payload, priority, made, overwrite)
+    except JobError as error:
+        done.refused.append(f"{Path(payload['target']).name} not queued: {error}")
+        return
+    done.queued.append(job_id)
+    if str(output) != payload["output"]:
+        done.notes.append(f"job {job_id} writes {output.name} ({Path(payload['output']).name} is taken)")
 
 
-def report_enqueued(queued: list[str], rejected: list[tuple[str, str]]) -> int:
-    if queued:
-        print(f"queued {len(queued)} job(s): {', '.join(map(str, queued))}")
-    for job_id, reason in rejected:
+def report_enqueued(done: Enqueued) -> int:
+    if done.queued:
+        print(f"queued {len(done.queued)} job(s): {', '.join(done.queued)}")
+    for note in done.notes:
+        print(note)
+    for job_id, reason in done.rejected:
         print(f"error: job {job_id} rejected: {reason}", file=sys.stderr)
-    return 2 if rejected else 0
+    for line in done.refused:
+        print(f"error: {line}", file=sys.stderr)
+    return 2 if done.rejected or done.refused else 0
 
 
 def run_add(args: argparse.Namespace, settings: Settings) -> int:
     backend = backend_for(args.backend)
-    runtime = ModelRuntime.create(settings)
+    targets = targets_of(args)
     output_dir = Path(args.output_dir)
-    payloads = [
-        make_payload([Path(s) for s in args.sources], target, output_for(target, output_dir), settings)
-        for target in targets_of(args)
-    ]
-    return report_enqueued(*enqueue(backend, runtime, payloads, args.priority))
+    prepare_output_dir(output_dir, "--output-dir")
+    runtime = ModelRuntime.create(settings)
+    done = Enqueued()
+    for target in targets:
+        payload = make_payload([Path(s) for s in args.sources], target, output_for(target, output_dir), settings)
+        enqueue(backend, runtime, payload, args.priority, True, args.overwrite, done)
+    return report_enqueued(done)
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -82,8 +117,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"{path} must hold a JSON list of jobs ({{'sources': [...], 'target': ..., 'output': ...}})")
     backend = backend_for(args.backend)
     runtime = ModelRuntime.create(settings)
-    queued: list[str] = []
-    rejected: list[tuple[str, str]] = []
+    done = Enqueued()
     for number, entry in enumerate(entries, start=1):
         try:
             job_settings = settings.with_items(**entry.get("settings", {}))
@@ -92,10 +126,8 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
             )
         except (KeyError, TypeError, FacefusionError) as error:
             raise InputError(f"{path}: job {number} is incomplete or invalid ({error})") from error
-        done, failed = enqueue(backend, runtime, [payload], int(entry.get("priority", 0)))
-        queued += done
-        rejected += failed
-    return report_enqueued(queued, rejected)
+        enqueue(backend, runtime, payload, int(entry.get("priority", 0)), False, args.overwrite, done)
+    return report_enqueued(done)
 
 
 def progress_text(job: JobView) -> str:
@@ -143,6 +175,83 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+class WorkerDisplay:
+    """Progress bars per job and one line per finished job (tqdm: bars only on a terminal)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.bars: dict[int, Any] = {}
+        self.overall = tqdm(total=jobs, unit="job", desc="jobs", disable=None, position=0)
+
+    def on_progress(self, job_id: int, state: dict[str, Any]) -> None:
+        bar = self.bars.get(job_id)
+        if bar is None:
+            bar = self.bars[job_id] = tqdm(
+                total=state["frames_total"],
+                unit="frame",
+                desc=f"job {job_id}",
+                disable=None,
+                leave=False,
+                position=len(self.bars) + 1,
+            )
+        bar.update(state["frames_done"] - bar.n)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        bar = self.bars.pop(event["job"], None)
+        if bar is not None:
+            bar.close()
+        if event["event"] in ("completed", "failed", "cancelled"):
+            self.overall.update(1)
+        if event["event"] == "interrupted":
+            line = "stopped: queued again, the next 'batch run' resumes it from its finished chunks"
+        else:
+            line = event["event"] + (f": {event.get('error')}" if "error" in event else "")
+        self.overall.write(f"job {event['job']} {line}")
+
+
+class CtrlC:
+    """SIGINT while the worker runs: the first finishes the running jobs and starts no new one, the second
+    stops them now (each goes back to the queue, its finished chunks kept), a third is a plain Ctrl-C."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.presses = 0
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.presses += 1
+        if self.presses == 1:
+            running = self.worker.drain()
+            names = ", ".join(map(str, running))
+            text = f"finishing job {names} (Ctrl-C again to stop it now)" if running else "stopping (no job running)"
+            print(text, file=sys.stderr, flush=True)
+        elif self.presses == 2:
+            self.worker.interrupt()
+        else:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """While the worker runs (only the main thread can take signals)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def injected_hold() -> ChunkHold | None:
+    text = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
+    if not text:
+        return None
+    fault = parse_fault(text)
+    if not isinstance(fault, ChunkHold):
+        raise UsageError("batch run takes only hold:chunk=N,until=PATH in FACEFUSION_UI_INJECT_FAULT")
+    return fault
+
+
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     store = JobStore()
     runtime = ModelRuntime.create(settings)
@@ -154,47 +263,29 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
         on_complete=args.on_complete,
         lease_s=args.lease_seconds,
         heartbeat_s=max(0.2, args.lease_seconds / 6),
+        hold=injected_hold(),
     )
-    bars: dict[int, Any] = {}
-    overall = tqdm(total=len(store.jobs(["queued", "running"])), unit="job", desc="jobs", disable=None, position=0)
-
-    def on_progress(job_id: int, state: dict[str, Any]) -> None:
-        bar = bars.get(job_id)
-        if bar is None:
-            bar = bars[job_id] = tqdm(
-                total=state["frames_total"],
-                unit="frame",
-                desc=f"job {job_id}",
-                disable=None,
-                leave=False,
-                position=len(bars) + 1,
-            )
-        bar.update(state["frames_done"] - bar.n)
-
-    def on_event(event: dict[str, Any]) -> None:
-        bar = bars.pop(event["job"], None)
-        if bar is not None:
-            bar.close()
-        if event["event"] in ("completed", "failed", "cancelled"):
-            overall.update(1)
-        overall.write(f"job {event['job']} {event['event']}" + (f": {event.get('error')}" if "error" in event else ""))
-
-    worker = Worker(store, runtime, options, on_event=on_event, on_progress=on_progress)
+    display = WorkerDisplay(len(store.jobs(["queued", "running"])))
+    worker = Worker(store, runtime, options, on_event=display.on_event, on_progress=display.on_progress)
+    ctrl_c = CtrlC(worker)
     try:
-        worker.run()
+        with ctrl_c.installed():
+            worker.run()
     except KeyboardInterrupt:
-        worker.stop.set()
+        worker.interrupt()
         for job_id in list(worker.running):
             store.release(job_id, worker.owner)
         raise
     finally:
-        overall.close()
+        display.overall.close()
+    if ctrl_c.presses >= 2:  # the stopped jobs said so, one line each
+        return 130
     counts = store.counts()
     print(
         f"done: {counts.get('completed', 0)} completed, {counts.get('failed', 0)} failed, "
         f"{counts.get('queued', 0)} queued"
     )
-    return 0
+    return 130 if ctrl_c.presses else 0
 
 
 def run_cancel(args: argparse.Namespace) -> int:
@@ -241,10 +332,16 @@ def add_batch_parser(
     add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")
     add.add_argument("--output-dir", required=True, metavar="OUT")
     add.add_argument("--priority", type=int, default=0, help="higher runs first")
+    add.add_argument(
+        "--overwrite", action="store_true", help="replace existing output files (default: a free name, NAME-2...)"
+    )
     add_settings_arguments(add, processor_names=processor_names, processor_options=processor_options)
     add.set_defaults(handler=lambda args: run_add(args, settings_from_args(args)))
     importing = actions.add_parser("import", help="queue jobs from a JSON list", parents=[backend])
     importing.add_argument("file", metavar="JOBS.json")
+    importing.add_argument(
+        "--overwrite", action="store_true", help="write outputs that exist or that a queued job writes too"
+    )
     add_settings_arguments(importing)
     importing.set_defaults(handler=lambda args: run_import(args, settings_from_args(args)))
     listing = actions.add_parser("list", help="jobs and their progress", parents=[backend])

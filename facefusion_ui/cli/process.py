@@ -6,13 +6,14 @@ import argparse
 import json
 import os
 import signal
+import threading
 from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import RunInterrupted, UsageError
-from facefusion_ui.faults import FaultInjection
+from facefusion_ui.faults import ChunkHold, FaultInjection, parse_fault
 from facefusion_ui.processors.options import OptionTable
 
 if TYPE_CHECKING:
@@ -22,13 +23,13 @@ if TYPE_CHECKING:
 def run_process(args: argparse.Namespace) -> int:
     from facefusion_ui.job import SwapJob
 
-    stop_on_sigterm()
+    released = stop_on_signals()
     settings = settings_from_args(args)
     if not args.sources or not args.target or not args.output:
         raise UsageError("process needs -s SOURCE, -t TARGET and -o OUTPUT (see 'run.py process --help')")
     job = SwapJob.of(settings, args.sources, args.target, args.output)
     try:
-        result = run_with_progress_bar(job)
+        result = run_with_progress_bar(job, released)
     except KeyboardInterrupt as interrupt:
         if isinstance(interrupt, RunInterrupted):
             raise
@@ -39,14 +40,16 @@ def run_process(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_with_progress_bar(job: SwapJob) -> ProcessResult:
+def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessResult:
+    """Run the job with a progress bar; ``FACEFUSION_UI_INJECT_FAULT`` (tests, drills) puts a frame fault
+    before the processors or holds the run at a chunk until ``released`` (a signal) or its file."""
     from tqdm import tqdm
 
     from facefusion_ui.core import process
     from facefusion_ui.job import RunContext
 
     injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
-    fault = FaultInjection.parse(injected) if injected else None
+    fault = parse_fault(injected) if injected else None
     with tqdm(total=0, unit="frame", desc="processing", disable=None, leave=False) as bar:
 
         def progress(state: dict[str, Any]) -> None:
@@ -54,7 +57,9 @@ def run_with_progress_bar(job: SwapJob) -> ProcessResult:
             bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
             bar.update(state["frames_done"] - bar.n)
 
-        return process(job, RunContext(progress=progress, wrap_stages=fault.wrap if fault else None))
+        held = fault.around(progress, released) if isinstance(fault, ChunkHold) else progress
+        wrap = fault.wrap if isinstance(fault, FaultInjection) else None
+        return process(job, RunContext(progress=held, wrap_stages=wrap))
 
 
 def summary_line(output: str, seconds: float, stats: dict[str, Any]) -> str:
@@ -66,15 +71,25 @@ def summary_line(output: str, seconds: float, stats: dict[str, Any]) -> str:
     return line
 
 
-def stop_on_sigterm() -> None:
-    """SIGTERM ends a run as Ctrl-C does (ffmpeg stopped, finished chunks kept), with its own line and 143."""
+def stop_on_signals() -> threading.Event:
+    """SIGTERM ends a run as Ctrl-C does (ffmpeg stopped, finished chunks kept), with its own line and 143.
+    Both first set the returned event, which lets go of a run held by a test's fault (call from the main
+    thread)."""
+    released = threading.Event()
 
     def terminate(signum: int, frame: FrameType | None) -> None:
+        released.set()
         raise RunInterrupted(
             "stopped by SIGTERM: finished chunks are kept; run the same command again to resume", 128 + signum
         )
 
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        released.set()
+        signal.default_int_handler(signum, frame)
+
     signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, interrupt)
+    return released
 
 
 def add_process_parser(commands: Any, processor_names: Sequence[str], processor_options: OptionTable) -> None:

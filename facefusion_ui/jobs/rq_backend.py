@@ -26,13 +26,13 @@ from rq.job import Job as RqJob
 from rq.job import JobStatus as RqStatus
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 
-from facefusion_ui.core import process
-from facefusion_ui.errors import CancelledError, FacefusionError, JobError
+from facefusion_ui.errors import JobError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.job import RunContext, SwapJob
-from facefusion_ui.jobs.backend import JobView
+from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
+from facefusion_ui.jobs.log import JobLog
+from facefusion_ui.jobs.outputs import OutputChooser
 from facefusion_ui.jobs.payload import payload_parts
-from facefusion_ui.jobs.worker import JobLog
+from facefusion_ui.jobs.views import JobView
 from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
 
@@ -56,8 +56,6 @@ def job_folder(job_id: str) -> Path:
 def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
     job = get_current_job()
     assert job is not None
-    sources, target, output, settings = payload_parts(payload)
-    runtime = current_runtime.get(None) or ModelRuntime.create(settings)
     folder = job_folder(job.id)
     log = JobLog(folder / "job.log")
     attempt = int(job.meta.get("attempts", 0)) + 1
@@ -69,52 +67,40 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
             "no chunk manifest from the earlier attempt here: starting from the first chunk "
             "(job folders are not on storage shared by the workers)"
         )
-    cancel = threading.Event()
-    done = threading.Event()
 
-    def watch_cancel() -> None:
-        while not done.wait(1.0):
-            if job.get_meta(refresh=True).get("cancel_requested"):
-                cancel.set()
-                return
-
-    watcher = threading.Thread(target=watch_cancel, daemon=True)
-    watcher.start()
-
-    def progress(state: dict[str, Any]) -> None:
+    def report(state: dict[str, Any]) -> None:
         job.meta.update(
             {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunk", "chunks_total", "eta_s")}
         )
         job.meta["status_line"] = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
         job.save_meta()
 
-    try:
-        result = process(
-            SwapJob.of(settings, sources, target, output),
-            RunContext(runtime=runtime, progress=progress, work_dir=folder / "work", cancel=cancel),
-        ).to_json()
-    except CancelledError:
+    def check() -> StopReason | None:
+        return "cancelled" if job.get_meta(refresh=True).get("cancel_requested") else None
+
+    runtime = current_runtime.get(None) or ModelRuntime.create(payload_parts(payload)[3])
+    run = execute_job(payload, folder, log, runtime, JobHooks(report, check, check_every_s=1.0))
+    return record(job, log, run)
+
+
+def record(job: RqJob, log: JobLog, run: JobResult) -> dict[str, Any] | None:
+    """The outcome in the job's meta; a transient failure is raised again, so RQ retries it."""
+    if run.outcome == "completed":
+        log.write(f"completed: {(run.result or {}).get('output')}")
+        job.meta.update({"outcome": "completed", "status_line": "completed"})
+    elif run.outcome == "stopped":
         log.write("cancelled")
         job.meta.update({"outcome": "cancelled", "status_line": "cancelled"})
+    elif run.transient and run.exception is not None:
+        log.write(f"error (will retry): {run.error}")
+        job.meta.update({"last_error": run.error, "status_line": "will retry"})
         job.save_meta()
-        return None
-    except FacefusionError as error:
-        if error.transient:
-            log.write(f"error (will retry): {error}")
-            job.meta.update({"last_error": str(error), "status_line": "will retry"})
-            job.save_meta()
-            raise
-        log.write(f"failed: {error}")
-        job.meta.update({"outcome": "failed", "last_error": str(error), "status_line": "failed"})
-        job.save_meta()
-        return None
-    finally:
-        done.set()
-        watcher.join()
-    log.write(f"completed: {output}")
-    job.meta.update({"outcome": "completed", "status_line": "completed"})
+        raise run.exception
+    else:
+        log.write(f"failed: {run.error}")
+        job.meta.update({"outcome": "failed", "last_error": run.error, "status_line": "failed"})
     job.save_meta()
-    return result
+    return run.result
 
 
 # The worker ---------------------------------------------------------------------------------------------------
@@ -199,6 +185,13 @@ class RqBackend:
             meta={"priority": priority, "status_line": "queued"},
         )
         return str(job.id)
+
+    def add_claiming(self, payload: dict[str, Any], priority: int, choose: OutputChooser) -> tuple[str, str]:
+        """As the SQLite queue does, but not atomic: two processes adding at the same moment may both
+        get a name (Redis holds no transaction around the choice)."""
+        live = {str(view.payload.get("output")): view.id for view in self.jobs(["queued", "running"])}
+        output = choose(live)
+        return self.add({**payload, "output": output}, priority), output
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> str:
         meta = {"priority": priority, "outcome": "failed", "last_error": reason, "status_line": "rejected at enqueue"}

@@ -13,7 +13,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +184,24 @@ class JobStore:
                 )
                 ids.append(int(cursor.lastrowid or 0))
             return ids
+
+    def add_claiming(
+        self, payload: dict[str, Any], priority: int, choose: Callable[[Mapping[str, str]], str]
+    ) -> tuple[int, str]:
+        """Add a job whose output ``choose`` picks from the live jobs' outputs, in the same transaction
+        (two processes adding at once see each other's claims)."""
+        now = time.time()
+        with self._write() as connection:
+            rows = connection.execute(
+                "SELECT json_extract(payload, '$.output'), id FROM jobs WHERE status IN ('queued', 'running')"
+            ).fetchall()
+            output = choose({str(path): str(job_id) for path, job_id in rows})
+            cursor = connection.execute(
+                "INSERT INTO jobs (payload, priority, max_attempts, created_at, updated_at, status_line)"
+                " VALUES (?, ?, ?, ?, ?, 'queued')",
+                (json.dumps({**payload, "output": output}), priority, DEFAULT_MAX_ATTEMPTS, now, now),
+            )
+            return int(cursor.lastrowid or 0), output
 
     def add_failed(self, payload: dict[str, Any], reason: str, priority: int = 0) -> int:
         """Record a job rejected at enqueue (bad input): failed at once, never retried, reason kept."""

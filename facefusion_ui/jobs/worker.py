@@ -16,21 +16,20 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.core import process
-from facefusion_ui.errors import CancelledError, FacefusionError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.job import RunContext, SwapJob
-from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.faults import ChunkHold
+from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, StopSignal, execute_job
+from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.store import Job, JobStore
 from facefusion_ui.memory import system_memory
 from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.state_manager import Settings
 
 logger = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -47,21 +46,8 @@ class WorkerOptions:
     memory_threshold_mb: int = 0
     notify: bool = False
     on_complete: str | None = None
+    hold: ChunkHold | None = None
     available_mb: Callable[[], int] = field(default=lambda: system_memory().available_mb)
-
-
-class JobLog:
-    """Append-only, timestamped lines in ``job.log`` of the job's folder."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-
-    def write(self, message: str) -> None:
-        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
 
 
 def job_dir(store: JobStore, job_id: int) -> Path:
@@ -91,9 +77,27 @@ class Worker:
         self.on_progress = on_progress
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.stop = threading.Event()
-        self.running: dict[int, str] = {}
+        self.interrupted = threading.Event()
+        self.running: dict[int, StopSignal] = {}
         self.completed: list[int] = []
         self._lock = threading.Lock()
+
+    # stopping ------------------------------------------------------------------------------------------------
+    def drain(self) -> list[int]:
+        """Start no new job; the running ones (returned) finish."""
+        self.stop.set()
+        with self._lock:
+            return sorted(self.running)
+
+    def interrupt(self) -> list[int]:
+        """Stop the running jobs now (returned); each goes back to the queue and resumes from its chunks."""
+        self.stop.set()
+        self.interrupted.set()
+        with self._lock:
+            running = dict(self.running)
+        for stop in running.values():
+            stop.set("interrupted")
+        return sorted(running)
 
     # the loop -----------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -126,6 +130,9 @@ class Worker:
                     return
                 self.stop.wait(self.options.poll_s)
                 continue
+            if self.stop.is_set():  # stopped while claiming: the job stays for the next run
+                self.store.release(job.id, self.owner)
+                return
             self._run_job(job)
 
     def _memory_allows(self) -> bool:
@@ -145,94 +152,79 @@ class Worker:
         folder = job_dir(self.store, job.id)
         log = JobLog(folder / "job.log")
         log.write(f"attempt {job.attempts}/{job.max_attempts} by {self.owner}")
+        stop = StopSignal()
         with self._lock:
-            self.running[job.id] = job.target
-        cancel = threading.Event()
-        lost = threading.Event()
-        beating = threading.Event()
-        heart = threading.Thread(target=self._heartbeat, args=(job.id, cancel, lost, beating), daemon=True)
-        heart.start()
-        started = time.perf_counter()
+            self.running[job.id] = stop
+        if self.interrupted.is_set():  # Ctrl-C came between the claim and here
+            stop.set("interrupted")
+        hooks = JobHooks(
+            report=lambda state: self._report(job.id, state),
+            check=lambda: self._heartbeat(job.id),
+            check_every_s=self.options.heartbeat_s,
+        )
         try:
-            sources, target, output, settings = payload_parts(job.payload)
-            log.write(
-                f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
-                f"preset {settings.preset}; processors {', '.join(settings.processors)}"
+            run = execute_job(
+                job.payload, folder, log, self.runtime, hooks, self.registry, stop=stop, hold=self.options.hold
             )
-            last_chunk = [0]
+            self._record(job, folder, log, run)
+        finally:
+            with self._lock:
+                self.running.pop(job.id, None)
 
-            def progress(state: dict[str, Any]) -> None:
-                if state["chunk"] != last_chunk[0]:
-                    log.write(f"chunk {state['chunk']}/{state['chunks_total']} at frame {state['frames_done']}")
-                    last_chunk[0] = state["chunk"]
-                line = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
-                fields = {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunks_total", "eta_s")}
-                self.store.report(job.id, self.owner, chunk=state["chunk"], status_line=line, **fields)
-                if self.on_progress is not None:
-                    self.on_progress(job.id, state)
-
-            result = process(
-                SwapJob.of(settings, sources, target, output),
-                RunContext(
-                    runtime=self.runtime,
-                    registry=self.registry,
-                    progress=progress,
-                    work_dir=folder / "work",
-                    cancel=cancel,
-                ),
-            ).to_json()
-            for note in result.get("recoveries", []):
-                log.write(f"warning: {note}")
-            seconds = time.perf_counter() - started
-            log.write(f"completed in {seconds:.1f} s: {json.dumps(result)}")
+    def _record(self, job: Job, folder: Path, log: JobLog, run: JobResult) -> None:
+        if run.outcome == "completed":
+            result = run.result or {}
+            log.write(f"completed in {run.seconds:.1f} s: {json.dumps(result)}")
             if self.store.complete(job.id, self.owner, result):
                 with self._lock:
                     self.completed.append(job.id)
+                output = result.get("output", "")
                 self._announce(
-                    {"event": "completed", "job": job.id, "output": str(output), "seconds": seconds, "result": result}
+                    {"event": "completed", "job": job.id, "output": output, "seconds": run.seconds, "result": result}
                 )
-            if settings.release_models == "after_job":
+            if Settings.from_dict(job.payload["settings"]).release_models == "after_job":
                 self.runtime.release_all()
-        except CancelledError:
-            if lost.is_set():
-                log.write("stopped: another worker holds this job now (the lease expired)")
-            else:
-                shutil.rmtree(folder / "work", ignore_errors=True)
-                self.store.mark_cancelled(job.id, self.owner)
-                log.write("cancelled")
-                self._announce({"event": "cancelled", "job": job.id})
-        except FacefusionError as error:
-            self._failed(job, log, str(error), error.transient)
-        except OSError as error:
-            self._failed(job, log, f"{type(error).__name__}: {error}", True)
-        except Exception as error:  # an internal error: reported, retried like a transient one
-            logger.exception("job %s failed", job.id)
-            self._failed(job, log, f"internal error {type(error).__name__}: {error}", True)
-        finally:
-            beating.set()
-            heart.join()
-            with self._lock:
-                self.running.pop(job.id, None)
+        elif run.outcome == "failed":
+            self._failed(job, log, run.error or "", run.transient)
+        elif run.stop_reason == "lost":
+            log.write("stopped: another worker holds this job now (the lease expired)")
+        elif run.stop_reason == "interrupted":
+            self.store.release(job.id, self.owner)
+            log.write("stopped by Ctrl-C: queued again, the next run resumes from its finished chunks")
+            self._announce({"event": "interrupted", "job": job.id})
+        else:
+            shutil.rmtree(folder / "work", ignore_errors=True)
+            self.store.mark_cancelled(job.id, self.owner)
+            log.write("cancelled")
+            self._announce({"event": "cancelled", "job": job.id})
+
+    def _report(self, job_id: int, state: dict[str, Any]) -> None:
+        line = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
+        fields = {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunks_total", "eta_s")}
+        self.store.report(job_id, self.owner, chunk=state["chunk"], status_line=line, **fields)
+        if self.on_progress is not None:
+            self.on_progress(job_id, state)
 
     def _failed(self, job: Job, log: JobLog, reason: str, transient: bool) -> None:
         status = self.store.fail(job.id, self.owner, reason, transient, self.options.backoff_s)
         log.write(f"{'error (will retry)' if status == 'queued' else 'failed'}: {reason}")
         self._announce({"event": "retrying" if status == "queued" else "failed", "job": job.id, "error": reason})
 
-    def _heartbeat(self, job_id: int, cancel: threading.Event, lost: threading.Event, done: threading.Event) -> None:
-        while not done.wait(self.options.heartbeat_s):
-            if not self.store.heartbeat(job_id, self.owner, self.options.lease_s):
-                job = self.store.get(job_id)
-                if job.lease_owner != self.owner:
-                    lost.set()
-                cancel.set()
-                return
+    def _heartbeat(self, job_id: int) -> StopReason | None:
+        """Renew the lease; why the job must stop when it cannot be renewed."""
+        if self.store.heartbeat(job_id, self.owner, self.options.lease_s):
+            return None
+        return "lost" if self.store.get(job_id).lease_owner != self.owner else "cancelled"
 
     # notifications ----------------------------------------------------------------------------------------------
     def _announce(self, event: Event) -> None:
-        text = {"completed": "completed", "failed": "failed", "retrying": "will be retried", "cancelled": "cancelled"}[
-            event["event"]
-        ]
+        text = {
+            "completed": "completed",
+            "failed": "failed",
+            "retrying": "will be retried",
+            "cancelled": "cancelled",
+            "interrupted": "stopped and queued again",
+        }[event["event"]]
         detail = event.get("output") or event.get("error") or ""
         logger.info("job %s %s%s", event["job"], text, f": {detail}" if detail else "")
         if self.on_event is not None:

@@ -14,7 +14,7 @@ import gradio as gr
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import download_command, model_state
-from facefusion_ui.presets import PRESET_KEYS, load_presets, suggest_preset
+from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.state_manager import Settings, validate_item
 from facefusion_ui.types import ExecutionProvider, FaceDetectorModel, PresetName, VideoEncoder, choices
 from facefusion_ui.ui.common import plain_errors
@@ -207,7 +207,7 @@ def run_save(
     """Apply the preset, then the fields, and store them: jobs queued from now on get them."""
     if not chosen:
         raise SettingsError("choose at least one execution provider (cpu always works)")
-    services.state.apply_preset(name)
+    apply_preset(services.state, name)
     result = services.save_settings(
         {
             "execution_providers": tuple(chosen),

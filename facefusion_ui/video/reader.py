@@ -67,6 +67,7 @@ def start_process(command: list[str], stdin: bool = False, stdout: bool = False)
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        start_new_session=True,  # a terminal's Ctrl-C reaches only us: we stop ffmpeg in order, chunks kept
     )
     for stream in (process.stdin, process.stdout):
         if stream is not None:

@@ -1,0 +1,19 @@
+"""A job's log: append-only, timestamped lines in ``job.log`` of the job's folder (both queues)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+
+class JobLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def write(self, message: str) -> None:
+        line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
