@@ -41,6 +41,7 @@ from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.presets import apply_preset
 from facefusion_ui.state_manager import Settings, StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
