@@ -73,17 +73,6 @@ def finished_chunks(home: Path) -> int:
     return 0
 
 
-def wait_for_chunk_in_progress(home: Path, running: subprocess.Popen[str], done: int) -> None:
-    """Until ``done`` chunks are recorded and the next one has started writing its segment."""
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        assert running.poll() is None, running.communicate()
-        if finished_chunks(home) >= done and any(home.glob("work/*/part_segment_*.mp4")):
-            return
-        time.sleep(0.05)
-    raise AssertionError("the job did not reach the chunk in time")
-
-
 def rerun(job: dict[str, Path], output: Path, home: Path, *extra: str) -> tuple[dict[str, object], str]:
     completed = subprocess.run(
         command(job, output, *extra),
@@ -113,18 +102,28 @@ def reference(job: dict[str, Path], shared_runtime: ModelRuntime) -> tuple[list[
     return videos.decode_all(output), result.stats
 
 
+def start_held(job: dict[str, Path], output: Path, home: Path, chunk: int) -> subprocess.Popen[str]:
+    """A run held at the start of ``chunk`` (the chunks before are finished): interrupted there, never raced."""
+    release = home.parent / "release"
+    running = start(job, output, home, hold=f"hold:chunk={chunk},until={release}")
+    deadline = time.monotonic() + 240
+    while not release.with_name("release.held").exists():
+        assert time.monotonic() < deadline and running.poll() is None, running.communicate()
+        time.sleep(0.05)
+    return running
+
+
 def test_sigkill_in_the_middle_of_a_chunk_then_resume(
     job: dict[str, Path], reference: tuple[list[np.ndarray], dict[str, Any]], tmp_path: Path
 ) -> None:
     reference_frames, reference_stats = reference
     home, output = tmp_path / "home", tmp_path / "out.mp4"
-    running = start(job, output, home)
-    wait_for_chunk_in_progress(home, running, done=2)
+    running = start_held(job, output, home, chunk=3)
     running.send_signal(signal.SIGKILL)
     running.wait()
     assert not output.exists()
     kept = finished_chunks(home)
-    assert kept >= 2
+    assert kept == 2
     summary, _ = rerun(job, output, home)
     assert summary["chunks_skipped"] == kept and summary["chunks_done"] == 5 - kept
     assert summary["manifest_reused"] is True
@@ -141,8 +140,7 @@ def test_sigkill_in_the_middle_of_a_chunk_then_resume(
 
 def test_changed_settings_do_not_reuse_the_manifest(job: dict[str, Path], tmp_path: Path) -> None:
     home, output = tmp_path / "home", tmp_path / "out.mp4"
-    running = start(job, output, home)
-    wait_for_chunk_in_progress(home, running, done=1)
+    running = start_held(job, output, home, chunk=2)
     running.send_signal(signal.SIGKILL)
     running.wait()
     summary, stderr = rerun(job, output, home, "--face-mask-blur", "0.6")
@@ -150,26 +148,29 @@ def test_changed_settings_do_not_reuse_the_manifest(job: dict[str, Path], tmp_pa
     assert "settings, sources or target changed" in stderr
 
 
-def test_ctrl_c_stops_cleanly_and_leaves_nothing_running(job: dict[str, Path], tmp_path: Path) -> None:
-    home, output, release = tmp_path / "home", tmp_path / "out.mp4", tmp_path / "release"
-    running = start(job, output, home, hold=f"hold:chunk=2,until={release}")  # held at chunk 2: never raced
-    deadline = time.monotonic() + 240
-    while not release.with_name("release.held").exists():
-        assert time.monotonic() < deadline and running.poll() is None, running.communicate()
-        time.sleep(0.05)
+@pytest.mark.parametrize(
+    ("stop", "code", "line"),
+    [
+        (signal.SIGINT, 130, "interrupted: finished chunks are kept; run the same command again to resume"),
+        (signal.SIGTERM, 143, "stopped by SIGTERM: finished chunks are kept; run the same command again to resume"),
+    ],
+)
+def test_ctrl_c_and_sigterm_stop_cleanly_and_leave_nothing_running(
+    job: dict[str, Path], tmp_path: Path, stop: signal.Signals, code: int, line: str
+) -> None:
+    home, output = tmp_path / "home", tmp_path / "out.mp4"
+    running = start_held(job, output, home, chunk=2)
     children = psutil.Process(running.pid).children(recursive=True)
     assert any("ffmpeg" in child.name() for child in children)
-    running.send_signal(signal.SIGINT)  # the hold lets go once the interrupt is under way
+    running.send_signal(stop)  # the hold lets go once the interrupt is under way
     _, stderr = running.communicate(timeout=120)
-    assert running.returncode == 130
-    assert stderr.strip().splitlines()[-1] == (
-        "interrupted: finished chunks are kept; run the same command again to resume"
-    )
+    assert running.returncode == code
+    assert stderr.strip().splitlines()[-1] == line
     assert "Traceback" not in stderr
     deadline = time.monotonic() + 60
     while [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]:
         assert time.monotonic() < deadline, "ffmpeg still runs after the interrupted run ended"
         time.sleep(0.05)
-    assert not output.exists()
+    assert not output.exists() and not list(tmp_path.glob(".*part*")), "no output and no part file"
     summary, _ = rerun(job, output, home)  # and the interrupted job resumes
-    assert int(summary["chunks_skipped"]) >= 1  # type: ignore[call-overload]
+    assert int(summary["chunks_skipped"]) == 1  # type: ignore[call-overload]
