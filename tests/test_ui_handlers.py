@@ -157,6 +157,15 @@ def test_batch_add_queues_the_good_targets_and_lists_the_rejected(services: UiSe
     assert {job.priority for job in services.store.jobs()} == {3}
 
 
+def test_adding_the_same_targets_twice_never_shares_an_output(services: UiServices, files: dict[str, Path]) -> None:
+    targets = [str(files["grace"]), str(files["group"])]
+    batch.run_add(services, [str(files["face"])], targets, "twice", 0)
+    batch.run_add(services, [str(files["face"])], targets, "twice", 0)
+    outputs = [Path(job.payload["output"]).name for job in services.store.jobs()]
+    assert len(outputs) == 4 and len(set(outputs)) == 4, outputs
+    assert {name for name in outputs if "-2" in name} == {"grace_swapped-2.png", "group_swapped-2.jpg"}
+
+
 def test_batch_add_refuses_missing_files_and_escaping_folders(services: UiServices, files: dict[str, Path]) -> None:
     with pytest.raises(gr.Error, match="add at least one source photo and one target"):
         batch.run_add(services, [str(files["face"])], None, "batch", 0)

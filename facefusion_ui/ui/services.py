@@ -11,7 +11,9 @@ from typing import Any
 
 from facefusion_ui.config import build_state, save_config
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload, validate_job
+from facefusion_ui.jobs.sqlite_backend import SqliteBackend
 from facefusion_ui.jobs.store import Job, JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.paths import home_dir
@@ -87,10 +89,12 @@ class UiServices:
         return self.state.snapshot()
 
     def enqueue(self, sources: list[Path], target: Path, output: Path, settings: Settings, priority: int = 0) -> int:
-        """Validate (clear error on bad input) and queue one job with a frozen settings snapshot."""
+        """Validate (clear error on bad input) and queue one job with a frozen settings snapshot. The page
+        names its outputs itself, so one taken by a live job or an existing file steps aside (``-2``...)."""
         payload = make_payload(sources, target, output, settings)
         validate_job(payload, self.runtime)
-        return self.store.add(payload, priority)
+        job_id, _ = claim_output(SqliteBackend(self.store), payload, priority, made=True)
+        return int(job_id)
 
     def job(self, job_id: int) -> Job:
         return self.store.get(job_id)
