@@ -82,22 +82,8 @@ def main() -> None:
     )
 
     def plain() -> None:
-        subprocess.run(
-            [
-                ffmpeg,
-                "-loglevel",
-                "error",
-                "-i",
-                str(clip),
-                "-c:v",
-                "libx264",
-                "-preset",
-                "veryfast",
-                "-y",
-                str(work / "plain.mp4"),
-            ],
-            check=True,
-        )
+        transcode = ["-c:v", "libx264", "-preset", "veryfast", "-y", str(work / "plain.mp4")]
+        subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), *transcode], check=True)
 
     summaries = []
 

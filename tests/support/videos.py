@@ -156,24 +156,20 @@ def write_video(
     if frame_durations:
         return _retime(raw, path, frame_durations)
     if rotation:
-        subprocess.run(
-            [
-                ffmpeg,
-                "-hide_banner",
-                "-loglevel",
-                "error",
-                "-display_rotation",
-                str(rotation),
-                "-i",
-                str(raw),
-                "-c",
-                "copy",
-                "-y",
-                str(path),
-            ],
-            check=True,
-        )
-        raw.unlink()
+        return _tag_rotation(ffmpeg, raw, path, rotation)
+    return path
+
+
+def _tag_rotation(ffmpeg: str, raw: Path, path: Path, rotation: int) -> Path:
+    """Copy ``raw`` to ``path`` with a display-rotation tag (no re-encoding)."""
+    subprocess.run(
+        [
+            *(ffmpeg, "-hide_banner", "-loglevel", "error", "-display_rotation", str(rotation)),
+            *("-i", str(raw), "-c", "copy", "-y", str(path)),
+        ],
+        check=True,
+    )
+    raw.unlink()
     return path
 
 
