@@ -95,3 +95,35 @@ def test_presets_override_still_replaces_the_shipped_files(installed: Path, tmp_
     env = {**_installed_env(installed, tmp_path / "user-home"), "FACEFUSION_UI_PRESETS": str(folder)}
     shown = _run([sys.executable, "-c", CLI, "presets", "show", "strict", "--json"], tmp_path, env, 300).stdout
     assert '"frame_queue_size": 3' in shown, shown
+
+
+def test_the_wheel_declares_the_redis_extra(installed: Path) -> None:
+    """``python -m facefusion_ui.installer --extras redis`` installs ``facefusion-ui[redis]``."""
+    (metadata,) = installed.glob("facefusion_ui-*.dist-info/METADATA")
+    lines = metadata.read_text(encoding="utf-8").splitlines()
+    assert "Provides-Extra: redis" in lines
+    redis_requirements = sorted(
+        line.split(":", 1)[1].split(";")[0].strip()
+        for line in lines
+        if line.startswith("Requires-Dist:") and 'extra == "redis"' in line
+    )
+    assert redis_requirements == ["redis>=5", "rq>=2"]
+
+
+@pytest.mark.parametrize("missing", ["rq", "redis"])
+def test_a_redis_backend_without_the_extra_names_it_in_one_line(missing: str, tmp_path: Path) -> None:
+    # a None entry in sys.modules makes the import fail as if the package were not installed
+    hide = f"import sys; sys.modules[{missing!r}] = None; {CLI}"
+    for args in (["batch", "list"], ["worker", "--burst"]):
+        completed = subprocess.run(
+            [sys.executable, "-c", hide, *args, "--backend", "redis://127.0.0.1:9/0"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert completed.returncode == 1, completed.stderr
+        assert "Traceback" not in completed.stderr
+        (line,) = completed.stderr.strip().splitlines()
+        assert f"'{missing}'" in line and "--extras redis" in line, line

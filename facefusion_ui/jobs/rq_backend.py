@@ -20,14 +20,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from redis import Redis
-from rq import Queue, Retry, SimpleWorker, get_current_job
-from rq.job import Job as RqJob
-from rq.job import JobStatus as RqStatus
-from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+from facefusion_ui.errors import CancelledError, DependencyError, FacefusionError, JobError
+
+try:
+    from redis import Redis
+    from rq import Queue, Retry, SimpleWorker, get_current_job
+    from rq.job import Job as RqJob
+    from rq.job import JobStatus as RqStatus
+    from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+except ModuleNotFoundError as missing:  # the optional 'redis' extra is not installed
+    raise DependencyError(
+        f"the Redis backend needs the package '{missing.name}', which is not installed: "
+        "install the redis extra with 'python -m facefusion_ui.installer --extras redis'"
+    ) from missing
 
 from facefusion_ui.core import process
-from facefusion_ui.errors import CancelledError, FacefusionError, JobError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.backend import JobView
 from facefusion_ui.jobs.payload import payload_parts
