@@ -615,6 +615,8 @@ def run_corpus(root: Path, parallel: int = 2) -> Report:
         case = by_name.get(outcome.case)
         report.problems += problems_of(case, outcome) if case else [f"{outcome.case}: {outcome.detail}"]
     report.problems += [f"good job '{name}': {state}" for name, state in good_jobs.items() if state != "completed"]
+    # the shell-metacharacter name holds $(touch PWNED): a file of that name means a shell ran it
+    report.problems += [f"a file name was run by a shell: {found} exists" for found in root.rglob("PWNED")]
     if len(good_jobs) != len(GOOD_JOBS):
         report.problems.append(f"only {len(good_jobs)} of {len(GOOD_JOBS)} good jobs were queued")
     return report
