@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Install facefusion_ui and its dependencies.")
     parser.add_argument("--venv", default=".venv", help="virtual environment folder (default .venv)")
     parser.add_argument("--no-venv", action="store_true", help="install into this interpreter instead")
-    parser.add_argument("--extras", default="", help="optional dependency groups, e.g. test")
+    parser.add_argument("--extras", default="", help="optional dependency groups, comma-separated: test, redis")
     parser.add_argument("--quiet", action="store_true", help="less pip output")
     args = parser.parse_args(argv)
     try:

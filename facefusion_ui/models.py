@@ -1,8 +1,11 @@
 """Model registry: the manifest, where files live, sha256 verification, resumable download, import.
 
-ONNX weights live in ``models/`` of the checkout (``FACEFUSION_UI_MODELS`` overrides). A verified file
-gets a sidecar ``FILE.sha256`` holding its digest, size and mtime, so ``models list`` can say
-"verified" without hashing hundreds of megabytes each time.
+The manifest is package data (``facefusion_ui/data/models/manifest.json``, read through
+``importlib.resources``). Downloaded ONNX weights never go into the package: they live in
+``FACEFUSION_UI_MODELS`` when set, else in ``models/`` of a source checkout, else in
+``FACEFUSION_UI_HOME/models`` (an installed wheel). A verified file gets a sidecar ``FILE.sha256`` holding
+its digest, size and mtime, so ``models list`` can say "verified" without hashing hundreds of megabytes
+each time.
 """
 
 from __future__ import annotations
@@ -13,16 +16,24 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from facefusion_ui.errors import DownloadError, InputError, ModelError
+from facefusion_ui.paths import home_dir
 from facefusion_ui.types import DistanceMetric, ModelRole, choices
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # pragma: no cover - exercised on Python 3.10 only
+    from importlib.abc import Traversable
 
 ModelKind = Literal["onnx", "embedded"]
 Progress = Callable[[int, int | None], None]
@@ -59,7 +70,7 @@ class ModelSpec:
     def from_dict(cls, data: Mapping[str, Any]) -> ModelSpec:
         name = data.get("name", "?")
         if data.get("role") not in choices(ModelRole) or data.get("kind") not in ("onnx", "embedded"):
-            raise ModelError(f"manifest entry '{name}' has a bad role or kind: fix models/manifest.json")
+            raise ModelError(f"manifest entry '{name}' has a bad role or kind: fix the model manifest")
         if data["kind"] == "onnx" and not data.get("file"):
             raise ModelError(f"manifest entry '{name}' is an ONNX model without a file name")
         if data["role"] == "recognizer" and (
@@ -91,17 +102,23 @@ class ModelState:
 
 
 # Locations --------------------------------------------------------------------------------------------
-def checkout_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+def checkout_root() -> Path | None:
+    """The source checkout the package runs from (its pyproject.toml beside it), None for a wheel."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
 
 
 def models_dir() -> Path:
+    """Where downloaded and imported weights go: never inside an installed package."""
     override = os.environ.get("FACEFUSION_UI_MODELS")
-    return Path(override) if override else checkout_root() / "models"
+    if override:
+        return Path(override)
+    root = checkout_root()
+    return root / "models" if root is not None else home_dir() / "models"
 
 
-def manifest_path() -> Path:
-    return checkout_root() / "models" / "manifest.json"
+def manifest_path() -> Traversable:
+    return files("facefusion_ui") / "data" / "models" / "manifest.json"
 
 
 def package_file_path(spec: ModelSpec) -> Path | None:
@@ -129,7 +146,7 @@ def model_path(spec: ModelSpec, folder: Path | None = None) -> Path | None:
 
 
 # Manifest -----------------------------------------------------------------------------------------------
-def load_manifest(path: Path | None = None, folder: Path | None = None) -> dict[str, ModelSpec]:
+def load_manifest(path: Traversable | None = None, folder: Path | None = None) -> dict[str, ModelSpec]:
     """The shipped manifest plus the models registered by ``models import`` in ``folder``."""
     source = path or manifest_path()
     try:

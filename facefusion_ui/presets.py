@@ -1,10 +1,15 @@
-"""Memory presets: read and validate ``presets/*.toml``, and suggest one from this machine's memory."""
+"""Memory presets: read and validate the shipped ``*.toml`` files, and suggest one from this machine's memory.
+
+The files are package data (``facefusion_ui/data/presets``), read through ``importlib.resources`` so an
+installed wheel has them too; ``FACEFUSION_UI_PRESETS`` names a folder that replaces them.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +18,12 @@ from facefusion_ui.state_manager import StateManager, validate_item
 from facefusion_ui.types import PresetName, choices
 
 if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
+    from importlib.abc import Traversable
+
     import tomli as tomllib
 
 PRESET_KEYS = (
@@ -41,20 +50,20 @@ class Preset:
     name: str
     description: str
     values: dict[str, Any]
-    path: Path
+    path: Traversable
 
 
-def presets_dir() -> Path:
-    """``FACEFUSION_UI_PRESETS`` or the ``presets/`` folder of the checkout."""
+def presets_dir() -> Traversable:
+    """``FACEFUSION_UI_PRESETS`` or the presets shipped inside the package."""
     override = os.environ.get("FACEFUSION_UI_PRESETS")
-    return Path(override) if override else Path(__file__).resolve().parent.parent / "presets"
+    return Path(override) if override else files("facefusion_ui") / "data" / "presets"
 
 
 def preset_names() -> tuple[str, ...]:
     return choices(PresetName)
 
 
-def parse_preset(name: str, text: str, path: Path) -> Preset:
+def parse_preset(name: str, text: str, path: Traversable) -> Preset:
     """Validate the TOML ``text`` of a preset; errors name the file and the key."""
     try:
         data = tomllib.loads(text)
@@ -78,7 +87,7 @@ def parse_preset(name: str, text: str, path: Path) -> Preset:
     return Preset(name=name, description=description, values=values, path=path)
 
 
-def load_preset(name: str, folder: Path | None = None) -> Preset:
+def load_preset(name: str, folder: Traversable | None = None) -> Preset:
     if name not in preset_names():
         raise PresetError(f"unknown preset '{name}': choose one of {', '.join(preset_names())}")
     path = (folder or presets_dir()) / f"{name}.toml"
@@ -89,13 +98,13 @@ def load_preset(name: str, folder: Path | None = None) -> Preset:
     return parse_preset(name, text, path)
 
 
-def apply_preset(state: StateManager, name: str, folder: Path | None = None) -> None:
-    """Apply the values of ``presets/NAME.toml`` to ``state`` and record the preset's name."""
+def apply_preset(state: StateManager, name: str, folder: Traversable | None = None) -> None:
+    """Apply the values of the preset ``name`` to ``state`` and record the preset's name."""
     preset = load_preset(name, folder)
     state.update({**preset.values, "preset": preset.name})
 
 
-def load_presets(folder: Path | None = None) -> list[Preset]:
+def load_presets(folder: Traversable | None = None) -> list[Preset]:
     return [load_preset(name, folder) for name in preset_names()]
 
 

@@ -20,13 +20,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from redis import Redis
-from rq import Queue, Retry, SimpleWorker, get_current_job
-from rq.job import Job as RqJob
-from rq.job import JobStatus as RqStatus
-from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+from facefusion_ui.errors import DependencyError, JobError
 
-from facefusion_ui.errors import JobError
+try:
+    from redis import Redis
+    from rq import Queue, Retry, SimpleWorker, get_current_job
+    from rq.job import Job as RqJob
+    from rq.job import JobStatus as RqStatus
+    from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+except ModuleNotFoundError as missing:  # the optional 'redis' extra is not installed
+    raise DependencyError(
+        f"the Redis backend needs the package '{missing.name}', which is not installed: "
+        "install the redis extra with 'python -m facefusion_ui.installer --extras redis'"
+    ) from missing
+
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
 from facefusion_ui.jobs.log import JobLog
