@@ -3,6 +3,8 @@ on a real face, the mouth mask, combining by the minimum, a masker plugged in by
 
 from __future__ import annotations
 
+from typing import get_args
+
 import cv2
 import numpy as np
 import pytest
@@ -18,7 +20,7 @@ from facefusion_ui.masks.occlusion import clean, hand_mask
 from facefusion_ui.masks.stage import MASKERS, MaskerFactory, MaskStage
 from facefusion_ui.masks.view import FaceView, crop_view
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import FaceMaskRegion, Mask, choices
+from facefusion_ui.types import FaceMaskRegion, Mask
 from tests.conftest import RunCli
 from tests.support import media
 
@@ -36,7 +38,8 @@ def inside(mask: Mask, polygon: np.ndarray, level: float = 0.5) -> float:
     """The share of the pixels of ``mask`` above ``level`` that lie inside ``polygon`` (or on its edge)."""
     ys, xs = np.nonzero(mask > level)
     hits = [
-        cv2.pointPolygonTest(polygon.astype(np.float32), (float(x), float(y)), True) >= -1.0 for x, y in zip(xs, ys)
+        cv2.pointPolygonTest(polygon.astype(np.float32), (float(x), float(y)), True) >= -1.0
+        for x, y in zip(xs, ys, strict=True)
     ]
     return float(np.mean(hits))
 
@@ -56,8 +59,8 @@ def test_box_mask_of_a_crop_keeps_its_border_and_blur_softens_the_edge() -> None
     soft = box_mask((128, 128), (0, 0, 0, 0), blur=0.8)
     assert sharp[0, 64] < 0.5 and soft[0, 64] < 0.5  # the crop's own edge hardly shows
     assert sharp[64, 64] == pytest.approx(1.0)
-    partial = (0.05 < sharp) & (sharp < 0.95)
-    assert ((0.05 < soft) & (soft < 0.95)).sum() > 4 * partial.sum()
+    partial = (sharp > 0.05) & (sharp < 0.95)
+    assert ((soft > 0.05) & (soft < 0.95)).sum() > 4 * partial.sum()
     # the fade is monotonic from the edge inward
     row = soft[64, :64]
     assert np.all(np.diff(row) >= -1e-6)
@@ -85,7 +88,8 @@ def test_every_region_is_inside_the_face_and_skin_leaves_the_features_out(astron
     assert astronaut_face.mesh is not None
     points = astronaut_face.mesh.points
     shape = media.astronaut().shape[:2]
-    masks = {region: region_polygon_mask(points, region, shape) for region in choices(FaceMaskRegion)}
+    regions: tuple[FaceMaskRegion, ...] = get_args(FaceMaskRegion)
+    masks = {region: region_polygon_mask(points, region, shape) for region in regions}
     oval = points[list(part_indices()["oval"])]
     for region, mask in masks.items():
         assert mask.sum() > 20, region

@@ -15,9 +15,12 @@ replicated border of the warp) never shows."""
 def box_mask(
     shape: tuple[int, int], padding: tuple[int, int, int, int], blur: float, border: float = CROP_BORDER
 ) -> Mask:
-    """1 inside, 0 on the trimmed sides (``padding``: top, right, bottom, left in percent; at least
-    ``border`` of the side and half the fade where ``border`` is above 0), faded by a Gaussian whose width ``blur`` (0..1) sets as a share of half the
-    smaller side. A side trimmed by nothing is not faded (the swapper's own outline fades there)."""
+    """1 inside, 0 on the trimmed sides, faded by a Gaussian.
+
+    ``padding``: top, right, bottom, left in percent; each side loses at least ``border`` of its length
+    and half the fade where ``border`` is above 0 (a crop). ``blur`` (0..1) sets the fade's width as a
+    share of half the smaller side. A side trimmed by nothing is not faded (the swapper's own outline
+    fades there)."""
     height, width = shape
     fade = max(1, int(min(height, width) * 0.5 * max(blur, 0.05)))
     # a crop's sides lose at least half the fade too, so a wide blur never lifts the crop's edge

@@ -111,8 +111,8 @@ def filled(parts: np.ndarray) -> np.ndarray:
             hole_area = cv2.contourArea(contours[hole])
             if hole_area <= HOLE_LIMIT * max(area - hole_area, 1.0):
                 cv2.drawContours(result, contours, hole, 1, thickness=-1)
-            hole = hierarchy[0][hole][0]
-    return result
+            hole = int(hierarchy[0][hole][0])
+    return np.asarray(result, dtype=np.uint8)
 
 
 def clean(candidates: Mask, oval: Mask, size: float) -> Mask:
@@ -130,8 +130,16 @@ def clean(candidates: Mask, oval: Mask, size: float) -> Mask:
     return np.asarray(cv2.GaussianBlur(grown.astype(np.float32), (feather, feather), 0), dtype=np.float32)
 
 
+def face_only(oval: Mask, size: float) -> Mask:
+    """The face oval grown by its feather, so it is 1 on the oval's edge: in a crop, the hair and
+    background round the face are not the face either (the target keeps them)."""
+    grown = cv2.dilate(oval, _disc(size * GROW * 2))
+    feather = _odd(size * GROW * 2)
+    return np.asarray(cv2.GaussianBlur(grown, (feather, feather), 0), dtype=np.float32)
+
+
 class OcclusionMasker:
-    """1 where the face shows, 0 over what covers it."""
+    """1 where the face shows, 0 over what covers it and outside the face."""
 
     name = "occlusion"
     needs_mesh = True
@@ -155,4 +163,5 @@ class OcclusionMasker:
         if hands:
             candidates = np.maximum(candidates, hand_mask(hands, to_view, view.shape))
         oval = oval_polygon_mask(view.points, view.shape)
-        return np.asarray(1.0 - clean(candidates, oval, face_size(view.points)), dtype=np.float32)
+        size = face_size(view.points)
+        return np.asarray(np.minimum(face_only(oval, size), 1.0 - clean(candidates, oval, size)), dtype=np.float32)

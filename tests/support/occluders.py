@@ -59,7 +59,7 @@ def coins() -> Occluder:
     patch = np.ascontiguousarray(grey[10:95, 40:280], dtype=np.uint8)
     mask = cv2.morphologyEx((patch > 110).astype(np.uint8), cv2.MORPH_CLOSE, np.ones((7, 7), np.uint8))
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((5, 5), np.uint8))
-    return Occluder(cv2.cvtColor(patch, cv2.COLOR_GRAY2BGR), mask > 0)
+    return Occluder(np.asarray(cv2.cvtColor(patch, cv2.COLOR_GRAY2BGR), dtype=np.uint8), mask > 0)
 
 
 def held_over(frame: Frame, occluder: Occluder, centre: Points, width: float) -> tuple[Frame, np.ndarray]:
