@@ -30,6 +30,7 @@ from facefusion_ui.faces.selector import pick_face, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
+from facefusion_ui.masks.stage import masks_summary
 from facefusion_ui.processors.base import CountingProcessor, FrameContext, Processor
 from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
@@ -345,6 +346,7 @@ class FramePipeline:
             "identity_cache": cache,
             "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.to_json()},
             "models_used": self.models_used(),
+            "masks": masks_summary(self.settings, self.processors),
         }
 
 

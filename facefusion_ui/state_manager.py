@@ -23,6 +23,9 @@ from facefusion_ui.types import (
     FaceDetectorModel,
     FaceEnhancerModel,
     FaceLandmarkerModel,
+    FaceMaskArea,
+    FaceMaskRegion,
+    FaceMaskType,
     FaceRecognizerModel,
     FaceSelectorMode,
     FaceSelectorOrder,
@@ -140,6 +143,38 @@ class Names(Rule):
         return {"nargs": "+", **({"choices": self.values} if self.values else {"metavar": "NAME"})}
 
 
+class Padding(Rule):
+    """Percentages for the four sides (top, right, bottom, left), given as 1 to 4 whole numbers the way
+    CSS and FaceFusion read them: one for all sides, two for top/bottom and right/left, three for top,
+    right/left and bottom."""
+
+    def __call__(self, key: str, value: Any) -> Any:
+        allowed = "1 to 4 whole numbers from 0 to 100 (top right bottom left, in percent)"
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise _fail(key, value, allowed)
+        items = tuple(value)
+        valid = all(isinstance(item, int) and not isinstance(item, bool) and 0 <= item <= 100 for item in items)
+        if not valid or not 1 <= len(items) <= 4:
+            raise _fail(key, value, allowed)
+        top, right, bottom, left = _sides(items)
+        if top + bottom >= 100 or left + right >= 100:
+            raise _fail(key, value, "paddings whose opposite sides add up to less than 100")
+        return (top, right, bottom, left)
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"nargs": "+", "type": int, "metavar": "PERCENT"}
+
+
+def _sides(items: tuple[int, ...]) -> tuple[int, int, int, int]:
+    if len(items) == 1:
+        return (items[0],) * 4
+    if len(items) == 2:
+        return (items[0], items[1], items[0], items[1])
+    if len(items) == 3:
+        return (items[0], items[1], items[2], items[1])
+    return (items[0], items[1], items[2], items[3])
+
+
 class ChunkSize(Rule):
     def __call__(self, key: str, value: Any) -> Any:
         if value == "auto":
@@ -186,6 +221,7 @@ def number(low: float, high: float, optional: bool = False) -> Rule:
 
 flag = Flag()
 chunk_size = ChunkSize()
+padding = Padding()
 
 
 def names(values: tuple[str, ...] | None) -> Rule:
@@ -250,7 +286,20 @@ class Settings:
     face_cache_scope: FaceCacheScope = _setting(
         "job", one_of(choices(FaceCacheScope)), "identities carry over chunks (job) or reset per chunk"
     )
+    face_mask_types: tuple[FaceMaskType, ...] = _setting(
+        ("box",), names(choices(FaceMaskType)), "paste-back masks, combined by keeping the smallest value"
+    )
     face_mask_blur: float = _setting(0.3, number(0.0, 1.0), "paste-back mask feathering")
+    face_mask_padding: tuple[int, int, int, int] = _setting(
+        (0, 0, 0, 0), padding, "box mask padding in percent: top right bottom left (1 to 4 values)"
+    )
+    face_mask_regions: tuple[FaceMaskRegion, ...] = _setting(
+        choices(FaceMaskRegion), names(choices(FaceMaskRegion)), "region mask: the face parts swapped"
+    )
+    face_mask_areas: tuple[FaceMaskArea, ...] = _setting(
+        choices(FaceMaskArea), names(choices(FaceMaskArea)), "area mask: the face areas swapped"
+    )
+    mouth_mask: bool = _setting(False, flag, "keep the target's mouth interior (teeth, tongue, lip motion)")
     video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")
     video_temp_frame_format: TempFrameFormat | None = _setting(
         None, one_of(choices(TempFrameFormat), optional=True), "write frames to disk (none: stream)"

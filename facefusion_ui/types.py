@@ -35,8 +35,22 @@ ReleasePolicy = Literal["after_chunk", "after_job", "never"]
 FaceCacheScope = Literal["job", "chunk"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer"]
+ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker"]
 DistanceMetric = Literal["cosine", "euclidean"]
+FaceMaskType = Literal["box", "occlusion", "area", "region"]
+FaceMaskRegion = Literal[
+    "skin",
+    "left-eyebrow",
+    "right-eyebrow",
+    "left-eye",
+    "right-eye",
+    "glasses",
+    "nose",
+    "mouth",
+    "upper-lip",
+    "lower-lip",
+]
+FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
 
 ONNX_PROVIDER_NAMES: dict[ExecutionProvider, str] = {
     "cuda": "CUDAExecutionProvider",

@@ -57,7 +57,7 @@ def add_settings_arguments(
             options["choices"] = tuple(processor_names)
             options.pop("metavar", None)
         default = getattr(Settings(), key)
-        shown = " ".join(default) if isinstance(default, tuple) else default
+        shown = " ".join(str(item) for item in default) if isinstance(default, tuple) else default
         group.add_argument(
             "--" + key.replace("_", "-"),
             dest=key,

@@ -1,4 +1,5 @@
-"""Alignment: the 5-point templates, similarity transforms, aligned crops, paste-back and its masks.
+"""Alignment: the 5-point templates, similarity transforms, aligned crops and paste-back (its masks are
+the mask stage's, ``facefusion_ui.masks``).
 
 Templates are insightface's ArcFace points (112 px; the 128 px variant shifts x by 8 px as inswapper
 expects) and the FFHQ 512 template GFPGAN is trained on.
@@ -59,22 +60,6 @@ def warp_face(frame: Frame, kps: Points, template: TemplateName, size: int) -> t
         dtype=np.uint8,
     )
     return crop, matrix
-
-
-def feathered_box_mask(size: int, blur: float, padding: float = 0.0) -> Mask:
-    """A crop-sized mask: 1 inside, fading to 0 at the border so the pasted square never shows.
-
-    ``blur`` (0..1) sets the fade width as a fraction of half the crop; ``padding`` trims the border.
-    """
-    mask = np.ones((size, size), dtype=np.float32)
-    border = max(1, int(size * padding))
-    fade = max(1, int(size * 0.5 * max(blur, 0.05)))
-    mask[:border, :] = 0
-    mask[-border:, :] = 0
-    mask[:, :border] = 0
-    mask[:, -border:] = 0
-    kernel = fade * 2 + 1
-    return np.asarray(cv2.GaussianBlur(mask, (kernel, kernel), 0), dtype=np.float32)
 
 
 def paste_back(frame: Frame, crop: Frame, matrix: Matrix, crop_mask: Mask) -> Frame:

@@ -58,6 +58,14 @@ def _load_embedded(spec: ModelSpec) -> Any:
             from mediapipe.python.solutions import face_mesh
 
             return face_mesh.FaceMesh(static_image_mode=True, max_num_faces=1, min_detection_confidence=0.3)
+        if spec.name == "mediapipe_hands":
+            from mediapipe.python.solutions import hands
+
+            return hands.Hands(static_image_mode=True, max_num_hands=2, model_complexity=0)
+        if spec.name == "mediapipe_selfie_segmentation":
+            from mediapipe.python.solutions import selfie_segmentation
+
+            return selfie_segmentation.SelfieSegmentation(model_selection=0)
     except ImportError as error:
         raise DependencyError(
             f"the package for '{spec.name}' ({spec.package}) cannot be imported ({error}): "

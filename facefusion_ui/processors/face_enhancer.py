@@ -8,9 +8,10 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
-from facefusion_ui.faces.alignment import feathered_box_mask, paste_back, warp_face
+from facefusion_ui.faces.alignment import paste_back, warp_face
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
@@ -25,9 +26,10 @@ class FaceEnhancer:
         self.model = settings.face_enhancer_model
         self.faces_enhanced = 0
         self._lock = threading.Lock()
+        self.masks = MaskStage(settings, runtime)
 
     def required_models(self) -> tuple[str, ...]:
-        return (self.model,)
+        return tuple(dict.fromkeys((self.model, *self.masks.required_models())))
 
     def pre_check(self) -> list[str]:
         return missing_models(self.runtime, self.required_models())
@@ -47,6 +49,9 @@ class FaceEnhancer:
         with self._lock:
             return {"faces_enhanced": self.faces_enhanced}
 
+    def mask_counts(self) -> dict[str, int]:
+        return self.masks.counts()
+
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and self.settings.face_enhancer_blend > 0
 
@@ -60,7 +65,7 @@ class FaceEnhancer:
             crop, matrix = warp_face(frame, face.kps, "ffhq_512", size)
             enhanced = self.enhance_crop(crop)
             mixed = np.clip(enhanced.astype(np.float32) * weight + crop.astype(np.float32) * (1 - weight), 0, 255)
-            mask = feathered_box_mask(size, context.settings.face_mask_blur, padding=0.02)
+            mask = self.masks.crop_mask(frame, face, matrix, size)
             frame = paste_back(frame, mixed.astype(np.uint8), matrix, mask)
             with self._lock:
                 self.faces_enhanced += 1

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from facefusion_ui.errors import InputError
-from facefusion_ui.faces.alignment import feathered_box_mask, paste_back
+from facefusion_ui.faces.alignment import paste_back
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.recognizer import embed_arcface
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
+from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent, swap_crop
@@ -49,11 +50,11 @@ class FaceSwapper:
         self._lock = threading.Lock()
         self.faces_swapped = 0
         self.faces_skipped = 0
+        self.masks = MaskStage(settings, runtime)
 
     def required_models(self) -> tuple[str, ...]:
-        if self.model == "mesh_warp":
-            return ("mesh_warp", "mediapipe_face_mesh")
-        return (self.model, ARCFACE)
+        own = ("mesh_warp", "mediapipe_face_mesh") if self.model == "mesh_warp" else (self.model, ARCFACE)
+        return tuple(dict.fromkeys((*own, *self.masks.required_models())))
 
     def pre_check(self) -> list[str]:
         return missing_models(self.runtime, self.required_models())
@@ -67,6 +68,9 @@ class FaceSwapper:
     def counts(self) -> dict[str, int]:
         with self._lock:
             return {"faces_swapped": self.faces_swapped}
+
+    def mask_counts(self) -> dict[str, int]:
+        return self.masks.counts()
 
     # sources ---------------------------------------------------------------------------------------------
     def prepare(self, sources: SourceIdentity) -> PreparedSource:
@@ -130,8 +134,7 @@ class FaceSwapper:
         spec, session = self.runtime.onnx_session(self.model)
         assert prepared.latent is not None
         crop, matrix = swap_crop(session, spec, frame, face.kps, prepared.latent)
-        mask = feathered_box_mask(crop.shape[0], settings.face_mask_blur, padding=0.02)
-        return paste_back(frame, crop, matrix, mask)
+        return paste_back(frame, crop, matrix, self.masks.crop_mask(frame, face, matrix, crop.shape[0]))
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
         assert prepared.warp is not None
@@ -142,4 +145,5 @@ class FaceSwapper:
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
             return None
-        return mesh_warp_swap(frame, target_mesh, prepared.warp, settings.face_mask_blur).frame
+        face_mask = self.masks.blend_mask(frame, face, target_mesh.points)
+        return mesh_warp_swap(frame, target_mesh, prepared.warp, settings.face_mask_blur, face_mask).frame

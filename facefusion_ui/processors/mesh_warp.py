@@ -22,6 +22,7 @@ The target keeps its pose and expression (its geometry); the source gives the ap
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -389,8 +390,15 @@ class WarpSource:
         return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points))
 
 
-def mesh_warp_swap(frame: Frame, target: FaceMesh, source: WarpSource, blur: float) -> WarpResult:
-    """Put the source face onto the target face (``target``: its mesh in ``frame``)."""
+def mesh_warp_swap(
+    frame: Frame,
+    target: FaceMesh,
+    source: WarpSource,
+    blur: float,
+    face_mask: Callable[[tuple[int, int, int, int]], Mask] | None = None,
+) -> WarpResult:
+    """Put the source face onto the target face (``target``: its mesh in ``frame``). ``face_mask`` gives
+    the paste-back masks over the blended rectangle (``masks.stage``); the blend keeps the smaller."""
     region = region_of(target.points, frame.shape)
     x1, y1, x2, y2 = region
     full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
@@ -406,6 +414,8 @@ def mesh_warp_swap(frame: Frame, target: FaceMesh, source: WarpSource, blur: flo
     kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
     drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
     weight = np.asarray(drawn * trust, dtype=np.float32)
+    if face_mask is not None:
+        weight = np.minimum(weight, face_mask(region))
     target_patch = frame[y1:y2, x1:x2]
     warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight)
     alpha = weight[..., None]
