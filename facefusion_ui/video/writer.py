@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+from pathlib import Path
 
 import numpy as np
 
-from facefusion_ui.errors import FfmpegError
 from facefusion_ui.types import Frame
+from facefusion_ui.video.ffmpeg import ffmpeg_failure
 from facefusion_ui.video.reader import StderrTail, start_process, stop_process
 
 
@@ -18,6 +19,8 @@ class FrameWriter:
         self.process: subprocess.Popen[bytes] = start_process(command, stdin=True)
         self.tail = StderrTail(self.process.stderr)
         self.frames_written = 0
+        self.folder = Path(command[-1]).parent
+        """Where the segment goes: named when its disk is full."""
 
     def write(self, frame: Frame) -> None:
         assert self.process.stdin is not None
@@ -26,9 +29,8 @@ class FrameWriter:
         except BrokenPipeError as error:
             self.process.wait()
             self.tail.join()
-            raise FfmpegError(
-                f"the encoder stopped early (exit code {self.process.returncode}): {self.tail.text()}"
-            ) from error
+            what = f"the encoder stopped early (exit code {self.process.returncode})"
+            raise ffmpeg_failure(what, self.tail.text(), self.folder) from error
         self.frames_written += 1
 
     def close(self) -> None:
@@ -39,7 +41,7 @@ class FrameWriter:
         code = self.process.wait()
         self.tail.join()
         if code != 0:
-            raise FfmpegError(f"the encoder failed (exit code {code}): {self.tail.text()}")
+            raise ffmpeg_failure(f"the encoder failed (exit code {code})", self.tail.text(), self.folder)
 
     def abort(self) -> None:
         stop_process(self.process)
