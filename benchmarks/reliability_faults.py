@@ -120,8 +120,9 @@ def add_jobs(drill: Drill, home: Path, out: Path, clips: Sequence[Path]) -> None
         raise RuntimeError(f"batch add failed: {stderr}")
 
 
-def worker(home: Path, **extra_env: str) -> subprocess.Popen[str]:
-    return cli(["batch", "run", "--until-empty", "--lease-seconds", LEASE_S, *SETTINGS], home, **extra_env)
+def worker(home: Path, lease_s: str = LEASE_S, **extra_env: str) -> subprocess.Popen[str]:
+    """A worker; the drills that kill it use a short lease so the next one takes its job over soon."""
+    return cli(["batch", "run", "--until-empty", "--lease-seconds", lease_s, *SETTINGS], home, **extra_env)
 
 
 def ffmpeg_of(home: Path) -> list[psutil.Process]:
@@ -232,7 +233,7 @@ def locked_queue_drill(drill: Drill) -> list[Row]:
     wait_until(lambda: locked.exists() or locker.poll() is not None, "the lock")
     since = time.monotonic()
     adding = cli(["batch", "add", "-s", str(drill.face), "-t", str(drill.clips[1]), "--output-dir", str(out)], home)
-    running = worker(home)
+    running = worker(home, lease_s="30")  # the default: a 5 s lock must not cost a running job its lease
     add_code, add_err = finished(adding)
     waited = time.monotonic() - since
     run_code, run_err = finished(running)

@@ -41,6 +41,13 @@ class InputError(UsageError):
     """A source, target or output the user gave that cannot be used (missing, unreadable, no face)."""
 
 
+class OutputBusyError(InputError):
+    """Another run holds the output's lock. Exit code 2 on the command line; in a queue the job is retried
+    later (its worker may have lost the job's lease to a slow disk or a locked database, not failed)."""
+
+    transient = True
+
+
 class ModelError(FacefusionError):
     """A model that is missing, corrupt or cannot be loaded; the message names the command to fix it."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import OutputBusyError
 from facefusion_ui.paths import home_dir
 
 
@@ -51,7 +51,7 @@ def _holder_pid(path: Path) -> str:
 
 
 class OutputLock:
-    """``with OutputLock(output, option="-o"):`` holds the output for this process, or raises InputError."""
+    """``with OutputLock(output, option="-o"):`` holds the output for this process, or raises OutputBusyError."""
 
     def __init__(self, output: Path, option: str = "-o", home: Path | None = None) -> None:
         self.output = output
@@ -64,7 +64,7 @@ class OutputLock:
         handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held until release)
         if not _try_lock(handle):
             handle.close()
-            raise InputError(
+            raise OutputBusyError(
                 f"another run (pid {_holder_pid(self.path)}) is writing {self.output}: "
                 f"wait for it or choose another {self.option}"
             )

@@ -18,8 +18,9 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.sqlite_backend import SqliteBackend
-from facefusion_ui.jobs.store import JobStore
+from facefusion_ui.jobs.store import MAX_INTERRUPTIONS, JobStore
 from facefusion_ui.jobs.worker import Worker, WorkerOptions, job_dir, read_log
+from facefusion_ui.output_lock import OutputLock
 from facefusion_ui.state_manager import Settings
 from tests.support import media, videos
 from tests.support.plugins import install_plugin, registry_with_plugins
@@ -208,3 +209,35 @@ def test_a_queue_locked_by_another_process_for_5_s_is_waited_for(files: dict[str
     assert not thread.is_alive()
     assert store.get(first).status == "completed", store.get(first).last_error
     assert locker.wait(timeout=60) == 0
+
+
+def test_a_dead_worker_costs_no_attempt_and_endless_deaths_fail_the_job(files: dict[str, Path], tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.db")
+    job_id = store.add(payload(files, tmp_path / "out.png"))
+    for claim in range(MAX_INTERRUPTIONS):  # each worker dies: its lease has run out at once
+        claimed = store.claim(f"worker-{claim}", lease_s=-1)
+        assert claimed is not None and claimed.id == job_id
+        assert (claimed.attempts, claimed.interruptions) == (1, claim)
+    assert store.claim("one-more", lease_s=60) is None  # the last worker's death was the limit
+    job = store.get(job_id)
+    assert job.status == "failed" and job.last_error == f"its worker stopped {MAX_INTERRUPTIONS} times while running it"
+
+
+def test_an_output_another_run_holds_is_retried_not_failed(files: dict[str, Path], tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.db")
+    output = tmp_path / "out.png"
+    job_id = store.add(payload(files, output, target="grace"))
+    run, events = worker(store, ModelRuntime.create(Settings()))
+    holder = OutputLock(output)
+    holder.acquire()  # another run (here a second open of the lock file) writes the same output
+    thread = threading.Thread(target=run.run)
+    thread.start()
+    deadline = time.monotonic() + 300
+    while not any(event["event"] == "retrying" for event in events):
+        assert time.monotonic() < deadline and thread.is_alive(), events
+        time.sleep(0.02)
+    holder.release()
+    thread.join(timeout=300)
+    job = store.get(job_id)
+    assert job.status == "completed" and job.attempts == 2, job.last_error
+    assert "another run" in read_log(store, job_id) and output.exists()

@@ -24,6 +24,10 @@ from facefusion_ui.types import JobStatus
 
 BUSY_TIMEOUT_MS = 60_000
 DEFAULT_MAX_ATTEMPTS = 3
+MAX_INTERRUPTIONS = 20
+"""A job whose workers died this many times while running it (e.g. it crashes them) is failed. Attempts
+count only the job's own failures: a worker killed mid-job is an interruption, and the job resumes from
+its finished chunks."""
 
 MIGRATIONS: list[str] = [
     """
@@ -55,15 +59,19 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_claim ON jobs (status, priority DESC, id);
     CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # a worker that died (its lease expired) costs the job no attempt: it is counted apart
+    "ALTER TABLE jobs ADD COLUMN interruptions INTEGER NOT NULL DEFAULT 0",
 ]
 
 CLAIM = """
-UPDATE jobs SET status = 'running', lease_owner = :owner, lease_expires = :expires, attempts = attempts + 1,
+UPDATE jobs SET status = 'running', lease_owner = :owner, lease_expires = :expires,
+       attempts = attempts + (status = 'queued'), interruptions = interruptions + (status = 'running'),
        started_at = COALESCE(started_at, :now), updated_at = :now, status_line = 'running'
 WHERE id = (
     SELECT id FROM jobs
-    WHERE attempts < max_attempts AND cancel_requested = 0 AND (
-        (status = 'queued' AND not_before <= :now) OR (status = 'running' AND lease_expires < :now))
+    WHERE cancel_requested = 0 AND (
+        (status = 'queued' AND attempts < max_attempts AND not_before <= :now)
+        OR (status = 'running' AND lease_expires < :now AND interruptions + 1 < :max_interruptions))
     ORDER BY priority DESC, id ASC LIMIT 1)
 RETURNING *
 """
@@ -93,6 +101,8 @@ class Job:
     started_at: float | None
     finished_at: float | None
     updated_at: float
+    interruptions: int = 0
+    """Times a worker died (its lease expired) while running the job; they cost no attempt."""
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
@@ -241,7 +251,9 @@ class JobStore:
         """Jobs that are queued (maybe waiting for a retry) or running under a lease."""
         with self._read() as connection:
             row = connection.execute(
-                "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND attempts < max_attempts"
+                "SELECT COUNT(*) FROM jobs WHERE (status = 'queued' AND attempts < max_attempts)"
+                " OR (status = 'running' AND interruptions + 1 < ?)",
+                (MAX_INTERRUPTIONS,),
             ).fetchone()
         return bool(row[0])
 
@@ -258,17 +270,18 @@ class JobStore:
         now = time.time()
         with self._write() as connection:
             self._fail_exhausted(connection, now)
-            row = connection.execute(CLAIM, {"owner": owner, "expires": now + lease_s, "now": now}).fetchone()
+            values = {"owner": owner, "expires": now + lease_s, "now": now, "max_interruptions": MAX_INTERRUPTIONS}
+            row = connection.execute(CLAIM, values).fetchone()
         return Job.from_row(row) if row else None
 
     def _fail_exhausted(self, connection: sqlite3.Connection, now: float) -> None:
-        """A job whose worker died on its last attempt is failed (it will not be claimed again)."""
+        """A job whose workers died ``MAX_INTERRUPTIONS`` times is failed (it will not be claimed again)."""
         connection.execute(
             "UPDATE jobs SET status = 'failed', finished_at = ?, updated_at = ?, lease_owner = NULL,"
-            " last_error = COALESCE(last_error, 'its worker stopped during every attempt'),"
-            " status_line = 'failed: attempts used up'"
-            " WHERE status = 'running' AND lease_expires < ? AND attempts >= max_attempts",
-            (now, now, now),
+            " interruptions = interruptions + 1, last_error = COALESCE(last_error, ?),"
+            " status_line = 'failed: its workers kept stopping'"
+            " WHERE status = 'running' AND lease_expires < ? AND interruptions + 1 >= ?",
+            (now, now, f"its worker stopped {MAX_INTERRUPTIONS} times while running it", now, MAX_INTERRUPTIONS),
         )
 
     def heartbeat(self, job_id: int, owner: str, lease_s: float) -> bool:
@@ -380,8 +393,8 @@ class JobStore:
             raise JobError(f"job {job_id} is {job.status}: only failed or cancelled jobs can be retried")
         with self._write() as connection:
             connection.execute(
-                "UPDATE jobs SET status = 'queued', attempts = 0, cancel_requested = 0, not_before = 0,"
-                " finished_at = NULL, status_line = 'queued (retry)', updated_at = ? WHERE id = ?",
+                "UPDATE jobs SET status = 'queued', attempts = 0, interruptions = 0, cancel_requested = 0,"
+                " not_before = 0, finished_at = NULL, status_line = 'queued (retry)', updated_at = ? WHERE id = ?",
                 (time.time(), job_id),
             )
 
