@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from facefusion_ui.errors import DownloadError, ModelError
-from facefusion_ui.models import ModelSpec, download_model, model_state, verify_model
+from facefusion_ui.model_download import download_model
+from facefusion_ui.models import ModelSpec, model_state, verify_model
 from tests.support.http_server import ServedFile, serve
 
 BODY = bytes(range(256)) * 8192  # 2 MiB, two download blocks
@@ -30,7 +31,7 @@ def test_full_download_is_verified_and_renamed(tmp_path: Path) -> None:
     served = ServedFile(BODY)
     progress: list[tuple[int, int | None]] = []
     with serve(served) as url:
-        path = download_model(spec_for(BODY), tmp_path, url=url, progress=lambda d, t: progress.append((d, t)))
+        path = download_model(spec_for(BODY), tmp_path, url=url, progress=lambda p: progress.append((p.done, p.total)))
     assert path == tmp_path / "tiny.onnx"
     assert path.read_bytes() == BODY
     assert not (tmp_path / "tiny.onnx.part").exists()
