@@ -15,6 +15,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from facefusion_ui.faces.alignment import template_points
 from facefusion_ui.types import Frame, Matrix, Points
 
 WarpTemplate = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "mtcnn_512"]
@@ -62,7 +63,9 @@ WARP_TEMPLATES: Mapping[WarpTemplate, tuple[tuple[float, float], ...]] = {
 
 
 def warp_points(template: WarpTemplate, size: int) -> Points:
-    """The template's points in a ``size`` px crop."""
+    """The template's points in a ``size`` px crop (the original models' from ``alignment``, to the bit)."""
+    if template in ("arcface_128", "ffhq_512"):
+        return template_points(template, size)
     return np.asarray(WARP_TEMPLATES[template], dtype=np.float32) * np.float32(size)
 
 
