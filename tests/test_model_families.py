@@ -231,3 +231,136 @@ def test_a_missing_converter_is_named_with_its_command(onnx_models: Path) -> Non
     assert swapper.pre_check() == [
         "model 'crossface_ghost' is not downloaded: run 'python run.py models download crossface_ghost'"
     ]
+
+
+# enhancers -------------------------------------------------------------------------------------------------
+ENHANCERS = {  # model: template, size (every enhancer: RGB in [-1, 1] both ways)
+    "codeformer": ("ffhq_512", 512),
+    "gfpgan_1.2": ("ffhq_512", 512),
+    "gfpgan_1.3": ("ffhq_512", 512),
+    "gfpgan_1.4": ("ffhq_512", 512),
+    "gpen_bfr_256": ("arcface_128", 256),
+    "gpen_bfr_512": ("ffhq_512", 512),
+    "gpen_bfr_1024": ("ffhq_512", 1024),
+    "restoreformer_plus_plus": ("ffhq_512", 512),
+}
+
+
+@pytest.mark.parametrize("model", sorted(ENHANCERS))
+def test_enhancer_family_crop_range_and_weight(tmp_path: Path, model: str) -> None:
+    template, size = ENHANCERS[model]
+    weight = 0.7
+    onnx_models.build_enhancer(tmp_path / f"{model}.onnx", size, gain=0.9, with_weight=model == "codeformer")
+    settings = Settings(face_enhancer_model=model, face_enhancer_weight=weight)  # type: ignore[arg-type]
+    enhancer = FaceEnhancer(settings, runtime_for(tmp_path))
+    assert enhancer.pre_check() == []
+    frame = textured(seed=11)
+    crop, _ = align(frame, KPS, template, size)
+    gain = 0.9 * (weight if model == "codeformer" else 1.0)
+    rgb = crop[:, :, ::-1].astype(np.float32) / 255.0
+    expected = (np.clip(((rgb - 0.5) / 0.5 * gain) * 0.5 + 0.5, 0, 1) * 255 + 0.5).astype(np.uint8)[:, :, ::-1]
+    got = enhancer.enhance_crop(crop)
+    assert np.abs(got.astype(int) - expected.astype(int)).max() <= 1
+
+
+def test_gpen_2048_is_in_the_table() -> None:
+    assert ENHANCER_CONTRACTS["gpen_bfr_2048"].size == 2048  # too big to build in a test: checked as data
+
+
+# detectors and landmarkers ---------------------------------------------------------------------------------
+def yolo_output(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One face at a known place among 8400 candidates of a 640 input: box, score, keypoints."""
+    output = np.zeros((1, 20, 8400), np.float32)
+    box = np.array([320.0, 200.0, 100.0, 120.0])  # centre x, y, width, height
+    kps = np.array([[300, 190], [340, 190], [320, 210], [305, 235], [335, 235]], np.float32)
+    output[0, 0:4, 1234] = box
+    output[0, 4, 1234] = 0.9
+    output[0, 5:20, 1234] = np.concatenate([kps, np.ones((5, 1), np.float32)], axis=1).reshape(-1)
+    output[0, 4, 10] = 0.2  # below the threshold
+    return output, box, kps
+
+
+def test_yoloface_decoding_back_to_the_frame(tmp_path: Path) -> None:
+    output, box, kps = yolo_output(640)
+    path = onnx_models.build_constant_outputs(tmp_path / "yoloface_8n.onnx", [1, 3, 640, 640], {"output": output})
+    session = runtime_for(tmp_path).sessions.get("yoloface_8n", path, "fp32")
+    frame = np.zeros((960, 1280, 3), np.uint8)  # letterboxed at half scale
+    found = detect_onnx("yoloface_8n", frame, session, 640, 0.5)
+    assert len(found) == 1
+    expected_box = np.array([box[0] - box[2] / 2, box[1] - box[3] / 2, box[0] + box[2] / 2, box[1] + box[3] / 2]) * 2
+    np.testing.assert_allclose(found[0].bbox, expected_box, atol=1e-3)
+    assert found[0].kps is not None
+    np.testing.assert_allclose(found[0].kps, kps * 2, atol=1e-3)
+    assert found[0].score == pytest.approx(0.9)
+
+
+def yunet_outputs(size: int) -> dict[str, np.ndarray]:
+    outputs: dict[str, np.ndarray] = {}
+    for kind, width in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10)):
+        for stride in (8, 16, 32):
+            cells = (size // stride) ** 2
+            outputs[f"{kind}_{stride}"] = np.zeros((1, cells, width), np.float32)
+    cell = 5 * (size // 16) + 7  # row 5, column 7 of the stride-16 grid: centre (112, 80)
+    outputs["cls_16"][0, cell] = 0.9
+    outputs["obj_16"][0, cell] = 0.8
+    outputs["bbox_16"][0, cell] = [0.5, -0.25, np.log(4.0), np.log(5.0)]
+    outputs["kps_16"][0, cell] = [-1, -1, 1, -1, 0, 0, -1, 1, 1, 1]
+    return outputs
+
+
+def test_yunet_decoding_scores_boxes_and_points(tmp_path: Path) -> None:
+    path = onnx_models.build_constant_outputs(tmp_path / "yunet.onnx", [1, 3, 320, 320], yunet_outputs(320))
+    session = runtime_for(tmp_path).sessions.get("yunet_2023_mar", path, "fp32")
+    found = detect_onnx("yunet_2023_mar", np.zeros((320, 320, 3), np.uint8), session, 320, 0.5)
+    assert len(found) == 1
+    centre = np.array([112 + 0.5 * 16, 80 - 0.25 * 16])
+    half = np.array([4 * 16, 5 * 16]) / 2
+    np.testing.assert_allclose(found[0].bbox, np.concatenate([centre - half, centre + half]), atol=1e-3)
+    assert found[0].score == pytest.approx(0.72)
+    assert found[0].kps is not None
+    np.testing.assert_allclose(found[0].kps[0], [112 - 16, 80 - 16], atol=1e-3)
+
+
+def test_detector_input_channel_order_and_range(tmp_path: Path) -> None:
+    """What each detector is fed for a pure red frame: the probe model returns the channel means."""
+    from facefusion_ui.faces.detector_families import DETECTOR_CONTRACTS, detector_blob
+
+    frame = np.zeros((64, 64, 3), np.uint8)
+    frame[..., 2] = 255  # red in BGR
+    path = onnx_models.build_mean_probe(tmp_path / "probe.onnx", [1, 3, 64, 64])
+    session = runtime_for(tmp_path).sessions.get("probe", path, "fp32")
+    expected = {
+        "det_10g": [(255 - 127.5) / 128, -127.5 / 128, -127.5 / 128],  # RGB
+        "scrfd_2.5g": [-127.5 / 128, -127.5 / 128, (255 - 127.5) / 128],  # BGR
+        "yoloface_8n": [0.0, 0.0, 1.0],
+        "yunet_2023_mar": [0.0, 0.0, 255.0],
+    }
+    for name, means in expected.items():
+        got = session.run(None, {"input": detector_blob(frame, DETECTOR_CONTRACTS[name])})[0]
+        np.testing.assert_allclose(got.reshape(-1), means, atol=1e-4, err_msg=name)
+
+
+def test_2dfan4_points_map_back_through_the_crop(tmp_path: Path) -> None:
+    grid = np.random.default_rng(2).uniform(10, 54, size=(1, 68, 3)).astype(np.float32)
+    heatmaps = np.zeros((1, 68, 64, 64), np.float32)
+    path = onnx_models.build_constant_outputs(
+        tmp_path / "2dfan4.onnx", [1, 3, 256, 256], {"landmarks_xyscore": grid, "heatmaps": heatmaps}
+    )
+    session = runtime_for(tmp_path).sessions.get("2dfan4", path, "fp32")
+    bbox = np.array([100.0, 50.0, 300.0, 290.0], np.float32)
+    points = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session)
+    scale = 195 / 240.0  # the longer side (240 px) becomes 195 px, centred in 256
+    shift = (256 - (bbox[2:] + bbox[:2]) * scale) / 2
+    np.testing.assert_allclose(points, (grid[0, :, :2] * 4 - shift) / scale, atol=1e-3)
+
+
+def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
+    unit = np.array(TEMPLATES["ffhq_512"], np.float32)
+    answer = np.tile(unit, (14, 1))[:68][None]  # the model answers the template points, repeated
+    path = onnx_models.build_constant_outputs(tmp_path / "fan_68_5.onnx", [1, 5, 2], {"landmarks": answer})
+    session = runtime_for(tmp_path).sessions.get("fan_68_5", path, "fp32")
+    points = landmarks_68_from_5(KPS, session)
+    matrix = cv2.estimateAffinePartial2D(KPS, unit, method=cv2.LMEDS)[0]
+    by_hand = cv2.transform(answer, cv2.invertAffineTransform(matrix))[0]
+    np.testing.assert_allclose(points, by_hand, atol=1e-3)
+    np.testing.assert_allclose(points[:5], KPS, atol=2.0)  # the template lands on the face's own points
