@@ -118,7 +118,7 @@ def fetch_hash(spec: ModelSpec, hash_url: str, timeout_s: float) -> str:
     """The publisher's CRC32 for the model: 8 hex digits from its ``.hash`` sidecar."""
     try:
         with urllib.request.urlopen(hash_url, timeout=timeout_s) as response:
-            text = response.read(256).decode("ascii", "replace").strip().lower()
+            text = str(response.read(256).decode("ascii", "replace")).strip().lower()
     except NETWORK_ERRORS as error:
         raise DownloadError(
             f"cannot fetch the hash of '{spec.name}' from {hash_url} ({describe_network_error(error, hash_url)}): "

@@ -203,9 +203,7 @@ class ModelDownloads:
         with self._slots:
             self._set(spec.name, state="running")
             try:
-                path = download_model(
-                    spec, self.folder, retries=self.retries, progress=self._report, cancel=event
-                )
+                path = download_model(spec, self.folder, retries=self.retries, progress=self._report, cancel=event)
             except DownloadCancelled as error:
                 self._set(spec.name, state="cancelled", message=str(error), speed_bps=0.0, eta_s=None)
             except FacefusionError as error:

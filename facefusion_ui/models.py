@@ -283,10 +283,7 @@ def verify_model(spec: ModelSpec, folder: Path | None = None) -> ModelState:
         if sidecar.exists() and sidecar.read_text(encoding="utf-8").strip().lower() == crc32_file(state.path):
             trusted = digest
     record_digest(state.path, digest, trusted if not spec.sha256 else None)
-    if trusted is None:
-        verified = None if spec.hash_url else True
-    else:
-        verified = digest == trusted
+    verified = (None if spec.hash_url else True) if trusted is None else digest == trusted
     return ModelState(spec, True, verified, state.path, state.bytes_on_disk)
 
 

@@ -7,6 +7,7 @@ crop, mean/std, channel order, source path), written here independently of the p
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -90,7 +91,7 @@ def runtime_for(folder: Path) -> ModelRuntime:
 
 
 def install_swapper(folder: Path, model: str) -> None:
-    template, size, *_, source = SWAPPERS[model]
+    _template, size, *_, source = SWAPPERS[model]
     file = load_manifest(folder=folder)[model].file
     assert file is not None
     if model.startswith("inswapper"):
@@ -105,6 +106,11 @@ def install_swapper(folder: Path, model: str) -> None:
 
 def expected_source(model: str, runtime: ModelRuntime, image: np.ndarray) -> np.ndarray:
     """What the ``source`` input must be, by hand."""
+    value: np.ndarray = _expected_source(model, runtime, image)
+    return value
+
+
+def _expected_source(model: str, runtime: ModelRuntime, image: np.ndarray) -> Any:
     source = SWAPPERS[model][5]
     if isinstance(source, tuple):
         crop, _ = align(image, KPS, source[0], source[1])
@@ -179,8 +185,8 @@ def test_swapper_family_crop_normalisation_source_and_paste_back(onnx_models: Pa
     swapped = swapper.swap_face(frame, face_at(KPS), prepared, settings)
     assert swapped is not None
     nose = cv2.transform(KPS[None, 2:3], matrix)[0, 0]
-    x, y = int(round(KPS[2, 0])), int(round(KPS[2, 1]))
-    assert np.abs(swapped[y, x].astype(int) - crop[int(round(nose[1])), int(round(nose[0]))].astype(int)).max() <= 12
+    x, y = round(KPS[2, 0]), round(KPS[2, 1])
+    assert np.abs(swapped[y, x].astype(int) - crop[round(nose[1]), round(nose[0])].astype(int)).max() <= 12
     changed = np.argwhere(np.any(swapped != frame, axis=2))
     corners = cv2.transform(np.array([[[0, 0], [crop.shape[1], 0], [0, crop.shape[0]], [crop.shape[1]] * 2]],
                                      np.float32), cv2.invertAffineTransform(matrix))[0]  # fmt: skip

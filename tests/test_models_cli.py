@@ -44,7 +44,7 @@ def test_manifest_entries_are_complete() -> None:
             if spec.sha256 is not None or spec.hash_url is None:
                 assert spec.sha256 and len(spec.sha256) == 64
             else:  # checked by the publisher's CRC32 sidecar, which lies beside the file
-                assert spec.hash_url == spec.url.rsplit("/", 1)[0] + "/" + spec.file.replace(".onnx", ".hash")
+                assert spec.hash_url == spec.url.rsplit("/", 1)[0] + "/" + str(spec.file).replace(".onnx", ".hash")
             if spec.role not in ("converter",) and spec.name != "fan_68_5":
                 assert spec.input_size and spec.std > 0
         else:

@@ -150,7 +150,7 @@ def test_hash_sidecar_mismatch_deletes_the_file(tmp_path: Path) -> None:
 
 def test_missing_hash_sidecar_downloads_nothing(tmp_path: Path) -> None:
     served = ServedFile(BODY)  # no model.hash: the server answers 404
-    with serve(served) as url, pytest.raises(DownloadError, match="cannot fetch the hash of 'tiny'.*HTTP 404"):
+    with serve(served) as url, pytest.raises(DownloadError, match=r"cannot fetch the hash of 'tiny'.*HTTP 404"):
         download_model(sidecar_spec(url), tmp_path)
     assert served.requests == [] and list(tmp_path.iterdir()) == []
 

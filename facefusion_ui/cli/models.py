@@ -22,7 +22,6 @@ from facefusion_ui.models import (
     verify_model,
 )
 
-
 CHECK_TEXT = {"sha256": "sha256", "hash_sidecar": "crc32+sha256", "package": "package", "none": "-"}
 """How each model is checked: a pinned sha256, or the publisher's CRC32 sidecar and then the sha256 recorded."""
 

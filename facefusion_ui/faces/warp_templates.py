@@ -66,7 +66,8 @@ def warp_points(template: WarpTemplate, size: int) -> Points:
     """The template's points in a ``size`` px crop (the original models' from ``alignment``, to the bit)."""
     if template in ("arcface_128", "ffhq_512"):
         return template_points(template, size)
-    return np.asarray(WARP_TEMPLATES[template], dtype=np.float32) * np.float32(size)
+    points: Points = np.asarray(WARP_TEMPLATES[template], dtype=np.float32) * np.float32(size)
+    return points
 
 
 def template_matrix(kps: Points, template: WarpTemplate, size: int) -> Matrix:

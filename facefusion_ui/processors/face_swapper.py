@@ -20,6 +20,7 @@ from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
+from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
 from facefusion_ui.processors.swapper_families import (
     SwapperContract,
     boost_problem,
@@ -29,7 +30,6 @@ from facefusion_ui.processors.swapper_families import (
     source_crop,
     swap_crop,
 )
-from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
