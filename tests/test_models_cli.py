@@ -133,3 +133,16 @@ def test_download_of_an_unknown_or_embedded_model(run_cli: RunCli) -> None:
     assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
     embedded = run_cli(["models", "download", "dlib_68"])
     assert embedded.returncode == 0 and "nothing to download" in embedded.stdout
+
+
+def test_list_shows_the_catalog_with_how_each_download_is_checked(run_cli: RunCli, tmp_path: Path) -> None:
+    completed = run_cli(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    assert completed.returncode == 0, completed.stderr
+    rows = {line.split()[0]: line.split() for line in completed.stdout.splitlines()[1:-1]}
+    sidecar_checked = "hyperswap_1a_256 ghost_2_256 codeformer gpen_bfr_2048 xseg_3 bisenet_resnet_34 retinaface_10g"
+    for name in (*sidecar_checked.split(), "yoloface_8n", "yunet_2023_mar", "2dfan4", "fan_68_5", "crossface_simswap"):
+        assert rows[name][3] == "no" and rows[name][6] == "crc32+sha256", rows[name]
+    assert rows["inswapper_128"][5:7] == ["554.3MB", "sha256"]
+    assert rows["dlib_68"][6] == "package"
+    completed = run_cli(["models", "delete", "hyperswap_1a_256"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    assert completed.returncode == 0 and "hyperswap_1a_256: nothing to delete" in completed.stdout

@@ -246,3 +246,23 @@ def test_requirements_come_first(tmp_path: Path) -> None:
     assert required_closure(["ghost_1_256"], manifest) == ["arcface_w600k_r50", "crossface_ghost", "ghost_1_256"]
     downloads = ModelDownloads(tmp_path, manifest)
     assert downloads.missing(["ghost_1_256", "dlib_hog"]) == ["arcface_w600k_r50", "crossface_ghost", "ghost_1_256"]
+
+
+def test_a_downloaded_model_is_usable_without_a_restart(tmp_path: Path) -> None:
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.inference import SessionPool
+    from tests.support import onnx_models
+
+    body = onnx_models.build_enhancer(tmp_path / "built.onnx", 64).read_bytes()
+    folder = tmp_path / "models"
+    served = ServedFile(body, extra={"model.hash": crc32(body).encode()})
+    with serve(served) as url:
+        downloads = service_for(folder, url)
+        runtime = ModelRuntime(dict(downloads.manifest), folder, SessionPool(("cpu",)))
+        with pytest.raises(ModelError, match="is not downloaded"):
+            runtime.onnx_session("tiny")
+        downloads.start("tiny")
+        final = downloads.wait("tiny", timeout_s=30)
+    assert final is not None and final.state == "done"
+    _, session = runtime.onnx_session("tiny")  # the same runtime, no restart
+    assert session.get_inputs()[0].name == "input"
