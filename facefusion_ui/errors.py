@@ -104,3 +104,16 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+
+class DownloadCancelled(DownloadError):
+    """A download stopped on request; its partial file is kept, so starting it again resumes."""
+
+    transient = False
+
+
+class NotEnoughSpace(DownloadError):
+    """The models folder's disk cannot hold the file; the line names the folder, the need and the space."""
+
+    exit_code = 2
+    transient = False

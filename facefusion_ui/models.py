@@ -1,34 +1,33 @@
-"""Model registry: the manifest, where files live, sha256 verification, resumable download, import.
+"""Model registry: the manifest, where files live, sha256 verification, import (downloads: model_download).
 
 The manifest is package data (``facefusion_ui/data/models/manifest.json``, read through
 ``importlib.resources``). Downloaded ONNX weights never go into the package: they live in
 ``FACEFUSION_UI_MODELS`` when set, else in ``models/`` of a source checkout, else in
 ``FACEFUSION_UI_HOME/models`` (an installed wheel). A verified file gets a sidecar ``FILE.sha256`` holding
 its digest, size and mtime, so ``models list`` can say "verified" without hashing hundreds of megabytes
-each time.
+each time. A model the publisher checks with a CRC32 ``.hash`` sidecar instead of a pinned sha256 gets,
+once that check passed at download, its sha256 recorded as ``trusted`` in the same sidecar: every later
+load compares the file with it (hashing again only when the file's size or mtime changed).
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import importlib.util
 import json
 import os
 import shutil
 import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from facefusion_ui.errors import DownloadError, InputError, ModelError
+from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.paths import home_dir
-from facefusion_ui.types import DistanceMetric, ModelRole, choices
+from facefusion_ui.types import DistanceMetric, ModelRole, ModelVerification, choices
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -36,8 +35,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     from importlib.abc import Traversable
 
 ModelKind = Literal["onnx", "embedded"]
-Progress = Callable[[int, int | None], None]
-"""Called with (bytes done, bytes total or None)."""
 
 CHUNK_BYTES = 1 << 20
 REGISTERED_FILE = "registered.json"
@@ -61,6 +58,13 @@ class ModelSpec:
     threshold: float | None = None
     fp16_variant: str | None = None
     requires: tuple[str, ...] = ()
+    family: str | None = None
+    """The processing contract the model follows (``hyperswap``, ``gpen``, ``yolo_face``...): the
+    processor's family table, not the manifest, says what that contract is."""
+    hash_url: str | None = None
+    """The publisher's CRC32 sidecar (FaceFusion's ``NAME.hash``), used when no sha256 is pinned."""
+    precision: str | None = None
+    """``fp16`` for a file the publisher exports in half precision (nothing to choose)."""
     package: str | None = None
     package_file: str | None = None
     registered: bool = False
@@ -73,6 +77,8 @@ class ModelSpec:
             raise ModelError(f"manifest entry '{name}' has a bad role or kind: fix the model manifest")
         if data["kind"] == "onnx" and not data.get("file"):
             raise ModelError(f"manifest entry '{name}' is an ONNX model without a file name")
+        if data["kind"] == "onnx" and data.get("url") and not (data.get("sha256") or data.get("hash_url")):
+            raise ModelError(f"manifest entry '{name}' has a download address but neither a sha256 nor a hash_url")
         if data["role"] == "recognizer" and (
             data.get("metric") not in choices(DistanceMetric) or not isinstance(data.get("threshold"), (int, float))
         ):
@@ -89,6 +95,19 @@ class ModelSpec:
         data["requires"] = list(self.requires)
         data["signature"] = dict(self.signature)
         return data
+
+    @property
+    def verification(self) -> ModelVerification:
+        if self.kind == "embedded":
+            return "package"
+        if self.sha256:
+            return "sha256"
+        return "hash_sidecar" if self.hash_url else "none"
+
+    @property
+    def hash_file(self) -> str | None:
+        """The name of the publisher's CRC32 sidecar beside the model (``NAME.hash``)."""
+        return f"{Path(self.file).stem}.hash" if self.file and self.hash_url else None
 
 
 @dataclass(frozen=True)
@@ -185,25 +204,56 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _sidecar(path: Path) -> Path:
+def crc32_file(path: Path) -> str:
+    """The CRC32 of a file as FaceFusion's ``.hash`` sidecars write it: 8 lowercase hex digits."""
+    value = 0
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
+            value = zlib.crc32(block, value)
+    return format(value, "08x")
+
+
+def sidecar_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
-def _record_digest(path: Path, digest: str) -> None:
+def _read_record(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(sidecar_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def record_digest(path: Path, digest: str, trusted: str | None = None) -> None:
+    """Remember ``digest`` for the file as it is now; ``trusted`` (kept once set) is what it must be."""
     stat = path.stat()
+    kept = trusted or _read_record(path).get("trusted")
     record = {"sha256": digest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-    _sidecar(path).write_text(json.dumps(record), encoding="utf-8")
+    if kept:
+        record["trusted"] = kept
+    temporary = sidecar_path(path).with_name(sidecar_path(path).name + ".tmp")
+    temporary.write_text(json.dumps(record), encoding="utf-8")
+    os.replace(temporary, sidecar_path(path))
 
 
 def _recorded_digest(path: Path) -> str | None:
+    record = _read_record(path)
     try:
-        record = json.loads(_sidecar(path).read_text(encoding="utf-8"))
         stat = path.stat()
-    except (OSError, ValueError):
+    except OSError:
         return None
     if record.get("size") == stat.st_size and record.get("mtime_ns") == stat.st_mtime_ns:
         return str(record["sha256"])
     return None
+
+
+def trusted_digest(spec: ModelSpec, path: Path) -> str | None:
+    """The sha256 the file must have: pinned in the manifest, or recorded when its download was verified."""
+    if spec.sha256:
+        return spec.sha256
+    trusted = _read_record(path).get("trusted")
+    return str(trusted) if trusted else None
 
 
 def model_state(spec: ModelSpec, folder: Path | None = None) -> ModelState:
@@ -213,18 +263,46 @@ def model_state(spec: ModelSpec, folder: Path | None = None) -> ModelState:
     if spec.kind == "embedded":
         return ModelState(spec, True, None, path, path.stat().st_size)
     recorded = _recorded_digest(path)
-    verified = None if recorded is None or spec.sha256 is None else recorded == spec.sha256
+    trusted = trusted_digest(spec, path)
+    verified = None if recorded is None or trusted is None else recorded == trusted
     return ModelState(spec, True, verified, path, path.stat().st_size)
 
 
 def verify_model(spec: ModelSpec, folder: Path | None = None) -> ModelState:
-    """Hash the installed file, remember the result, and report it (embedded: the file exists)."""
+    """Hash the installed file, remember the result, and report it (embedded: the file exists).
+
+    A model checked by a CRC32 sidecar and never verified here (copied in by hand) is checked against
+    the sidecar when it lies beside the file; its sha256 then becomes the trusted one."""
     state = model_state(spec, folder)
     if not state.installed or state.path is None or spec.kind == "embedded":
         return state
     digest = sha256_file(state.path)
-    _record_digest(state.path, digest)
-    return ModelState(spec, True, spec.sha256 is None or digest == spec.sha256, state.path, state.bytes_on_disk)
+    trusted = trusted_digest(spec, state.path)
+    if trusted is None and spec.hash_file:
+        sidecar = state.path.with_name(spec.hash_file)
+        if sidecar.exists() and sidecar.read_text(encoding="utf-8").strip().lower() == crc32_file(state.path):
+            trusted = digest
+    record_digest(state.path, digest, trusted if not spec.sha256 else None)
+    verified = (None if spec.hash_url else True) if trusted is None else digest == trusted
+    return ModelState(spec, True, verified, state.path, state.bytes_on_disk)
+
+
+def check_unchanged(spec: ModelSpec, path: Path) -> None:
+    """Before a load: a file whose trusted sha256 is known must still have it (hashed again only when its
+    size or mtime moved since the last check). A file never verified loads as it is."""
+    record = _read_record(path)
+    trusted = trusted_digest(spec, path)
+    if not record or trusted is None:
+        return
+    digest = _recorded_digest(path)
+    if digest is None:
+        digest = sha256_file(path)
+        record_digest(path, digest)
+    if digest != trusted:
+        raise ModelError(
+            f"model '{spec.name}' at {path} has changed since it was verified (sha256 {digest}, expected "
+            f"{trusted}): delete it and run '{download_command(spec.name)}'"
+        )
 
 
 def download_command(name: str) -> str:
@@ -235,6 +313,8 @@ def require_model(spec: ModelSpec, folder: Path | None = None) -> Path:
     """The path of an installed model, or a ModelError that names the command to get it."""
     state = model_state(spec, folder)
     if state.installed and state.path is not None:
+        if spec.kind == "onnx":
+            check_unchanged(spec, state.path)
         return state.path
     if spec.kind == "embedded":
         raise ModelError(
@@ -244,106 +324,15 @@ def require_model(spec: ModelSpec, folder: Path | None = None) -> Path:
     raise ModelError(f"model '{spec.name}' is not downloaded: run '{download_command(spec.name)}'")
 
 
-# Download ---------------------------------------------------------------------------------------------------
-def download_model(
-    spec: ModelSpec,
-    folder: Path | None = None,
-    url: str | None = None,
-    retries: int = 3,
-    timeout_s: float = 30.0,
-    backoff_s: float = 1.0,
-    progress: Progress | None = None,
-) -> Path:
-    """Fetch ``spec`` resumably into ``folder``; the final name appears only once the sha256 matches."""
-    if spec.kind != "onnx":
-        raise ModelError(f"'{spec.name}' ships inside the package {spec.package}: there is nothing to download")
-    source = url or spec.url
-    if not source:
-        raise ModelError(f"model '{spec.name}' has no download address: use 'python run.py models import PATH'")
-    target = cast(Path, model_path(spec, folder))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".part")
-    last_error = ""
-    for attempt in range(retries + 1):
-        if attempt:
-            time.sleep(backoff_s * 2 ** (attempt - 1))
-        try:
-            if _fetch_into(source, partial, spec.size, timeout_s, progress):
-                break
-            last_error = "the connection closed before the end of the file"
-        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError) as error:
-            last_error = _describe_network_error(error)
-            if isinstance(error, urllib.error.HTTPError) and error.code in (401, 403, 404, 410):
-                break
-    else:
-        raise _incomplete(spec, source, partial, last_error, retries)
-    if not _looks_complete(partial, spec.size):
-        raise _incomplete(spec, source, partial, last_error, retries)
-    digest = sha256_file(partial)
-    if spec.sha256 and digest != spec.sha256:
-        partial.unlink(missing_ok=True)
-        raise ModelError(
-            f"download of '{spec.name}' from {source} has the wrong sha256 ({digest}, expected {spec.sha256}): "
-            "the file was deleted; try again later or import a copy you trust with 'python run.py models import'"
-        )
-    os.replace(partial, target)
-    _record_digest(target, digest)
-    return target
-
-
-def _looks_complete(partial: Path, size: int | None) -> bool:
-    return partial.exists() and (size is None or partial.stat().st_size == size)
-
-
-def _incomplete(spec: ModelSpec, source: str, partial: Path, last_error: str, retries: int) -> DownloadError:
-    kept = partial.stat().st_size if partial.exists() else 0
-    if partial.exists() and kept == 0:
-        partial.unlink()
-    return DownloadError(
-        f"download of '{spec.name}' from {source} failed after {retries + 1} attempts ({last_error}); "
-        f"{kept} bytes are kept in {partial.name}: run '{download_command(spec.name)}' again to resume"
-    )
-
-
-def _describe_network_error(error: BaseException) -> str:
-    if isinstance(error, urllib.error.HTTPError):
-        return f"HTTP {error.code} {error.reason}"
-    if isinstance(error, urllib.error.URLError):
-        return f"cannot reach the server: {error.reason}"
-    return f"{type(error).__name__}: {error}"
-
-
-def _fetch_into(url: str, partial: Path, size: int | None, timeout_s: float, progress: Progress | None) -> bool:
-    """Append the rest of ``url`` to ``partial``; True when the whole file is there."""
-    offset = partial.stat().st_size if partial.exists() else 0
-    if size is not None and offset == size:
-        return True
-    if size is not None and offset > size:
-        partial.unlink()
-        offset = 0
-    request = urllib.request.Request(url, headers={"Range": f"bytes={offset}-"} if offset else {})
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout_s)
-    except urllib.error.HTTPError as error:
-        if error.code == 416 and offset:  # nothing left to send: the file is complete
-            return size is None or offset == size
-        raise
-    with response:
-        if offset and response.status != 206:  # the server ignored the range: start again
-            offset = 0
-        length = response.headers.get("Content-Length")
-        total = offset + int(length) if length is not None else size
-        with partial.open("ab" if offset else "wb") as handle:
-            done = offset
-            while True:
-                block = response.read(CHUNK_BYTES)
-                if not block:
-                    break
-                handle.write(block)
-                done += len(block)
-                if progress:
-                    progress(done, total)
-    return total is None or done == total
+def model_files(spec: ModelSpec, folder: Path | None = None) -> list[Path]:
+    """Every file of an ONNX model in the folder: the model, its partial download and its sidecars."""
+    path = model_path(spec, folder)
+    if spec.kind != "onnx" or path is None:
+        return []
+    candidates = [path, path.with_name(path.name + ".part"), sidecar_path(path)]
+    if spec.hash_file:
+        candidates.append(path.with_name(spec.hash_file))
+    return [candidate for candidate in candidates if candidate.exists()]
 
 
 # Import -------------------------------------------------------------------------------------------------------
@@ -442,7 +431,8 @@ def import_model(
     temporary = target.with_name(target.name + ".tmp")
     shutil.copyfile(source, temporary)
     os.replace(temporary, target)
-    _record_digest(target, digest)
+    sidecar_path(target).unlink(missing_ok=True)  # a digest trusted for an earlier file no longer applies
+    record_digest(target, digest)
     return spec
 
 

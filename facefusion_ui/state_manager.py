@@ -12,6 +12,7 @@ import dataclasses
 import json
 import re
 import threading
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from facefusion_ui.types import (
     FaceSelectorMode,
     FaceSelectorOrder,
     FaceSwapperModel,
+    FaceSwapperPixelBoost,
     Fp16Mode,
     PresetName,
     ReferenceFaceFrom,
@@ -108,6 +110,25 @@ class Number(Rule):
 
     def cli_options(self) -> dict[str, Any]:
         return {"type": float, "metavar": "X"}
+
+
+@dataclass(frozen=True)
+class WholeChoice(Rule):
+    """One of a few whole numbers (a size), or none when ``optional``."""
+
+    values: tuple[int, ...]
+    optional: bool = False
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if isinstance(value, bool) or value not in self.values:
+            allowed = ", ".join(str(item) for item in self.values) + (" or none" if self.optional else "")
+            raise _fail(key, value, allowed)
+        return int(value)
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"type": int, "choices": self.values, "metavar": "PX"}
 
 
 class Flag(Rule):
@@ -261,8 +282,16 @@ class Settings:
     face_swapper_model: FaceSwapperModel = _setting(
         "mesh_warp", one_of(choices(FaceSwapperModel)), "face swapper model"
     )
+    face_swapper_pixel_boost: int | None = _setting(
+        None,
+        WholeChoice(typing.get_args(FaceSwapperPixelBoost), optional=True),
+        "swap on an aligned crop this many px wide, in tiles of the model's size (none: the model's size)",
+    )
     face_enhancer_model: FaceEnhancerModel = _setting(
         "gfpgan_1.4", one_of(choices(FaceEnhancerModel)), "face enhancer model"
+    )
+    face_enhancer_weight: float = _setting(
+        0.5, number(0.0, 1.0), "codeformer's fidelity weight: 0 restores most, 1 keeps the face closest"
     )
     face_enhancer_blend: int = _setting(80, whole_number(0, 100), "enhanced face weight in percent")
     face_selector_mode: FaceSelectorMode = _setting("many", one_of(choices(FaceSelectorMode)), "faces to swap")

@@ -21,11 +21,42 @@ BuiltinProcessorName = Literal["face_swapper", "face_enhancer"]
 FaceSelectorMode = Literal["many", "one", "reference"]
 ReferenceFaceFrom = Literal["frame", "source"]
 FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
-FaceDetectorModel = Literal["dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g"]
-FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh"]
+FaceDetectorModel = Literal[
+    "dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g", "retinaface_10g", "yoloface_8n", "yunet_2023_mar"
+]
+FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh", "2dfan4"]
 FaceRecognizerModel = Literal["dlib_resnet", "arcface_w600k_r50"]
-FaceSwapperModel = Literal["mesh_warp", "inswapper_128", "inswapper_128_fp16"]
-FaceEnhancerModel = Literal["gfpgan_1.4"]
+FaceSwapperModel = Literal[
+    "mesh_warp",
+    "hyperswap_1a_256",
+    "hyperswap_1b_256",
+    "hyperswap_1c_256",
+    "inswapper_128",
+    "inswapper_128_fp16",
+    "simswap_256",
+    "simswap_unofficial_512",
+    "ghost_1_256",
+    "ghost_2_256",
+    "ghost_3_256",
+    "blendswap_256",
+    "uniface_256",
+    "hififace_unofficial_256",
+]
+FaceSwapperPixelBoost = Literal[128, 256, 384, 512, 768, 1024]
+"""Side of the aligned crop the swapper works on, in tiles of its own size (a multiple of it)."""
+FaceEnhancerModel = Literal[
+    "gfpgan_1.4",
+    "gfpgan_1.2",
+    "gfpgan_1.3",
+    "codeformer",
+    "gpen_bfr_256",
+    "gpen_bfr_512",
+    "gpen_bfr_1024",
+    "gpen_bfr_2048",
+    "restoreformer_plus_plus",
+]
+FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
+FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
 ExecutionProvider = Literal["cuda", "tensorrt", "rocm", "directml", "coreml", "openvino", "cpu"]
@@ -35,7 +66,11 @@ ReleasePolicy = Literal["after_chunk", "after_job", "never"]
 FaceCacheScope = Literal["job", "chunk"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker"]
+ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker", "converter"]
+"""What a model does; a ``converter`` maps an ArcFace embedding into the space a swapper was trained on."""
+ModelVerification = Literal["sha256", "hash_sidecar", "package", "none"]
+"""How a download is checked: a pinned sha256, the publisher's CRC32 ``.hash`` sidecar (its sha256 then
+recorded and checked on later loads), the package it ships in, or nothing (imported files)."""
 DistanceMetric = Literal["cosine", "euclidean"]
 FaceMaskType = Literal["box", "occlusion", "area", "region"]
 FaceMaskRegion = Literal[

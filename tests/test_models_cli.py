@@ -40,8 +40,13 @@ def test_list_shows_embedded_installed_and_onnx_with_the_command(run_cli: RunCli
 def test_manifest_entries_are_complete() -> None:
     for spec in load_manifest().values():
         if spec.kind == "onnx" and not spec.registered:
-            assert spec.url and spec.url.startswith("https://") and spec.sha256 and len(spec.sha256) == 64
-            assert spec.input_size and spec.std > 0
+            assert spec.url and spec.url.startswith("https://")
+            if spec.sha256 is not None or spec.hash_url is None:
+                assert spec.sha256 and len(spec.sha256) == 64
+            else:  # checked by the publisher's CRC32 sidecar, which lies beside the file
+                assert spec.hash_url == spec.url.rsplit("/", 1)[0] + "/" + str(spec.file).replace(".onnx", ".hash")
+            if spec.role not in ("converter",) and spec.name != "fan_68_5":
+                assert spec.input_size and spec.std > 0
         else:
             assert spec.package and spec.package_file
 
@@ -128,3 +133,16 @@ def test_download_of_an_unknown_or_embedded_model(run_cli: RunCli) -> None:
     assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
     embedded = run_cli(["models", "download", "dlib_68"])
     assert embedded.returncode == 0 and "nothing to download" in embedded.stdout
+
+
+def test_list_shows_the_catalog_with_how_each_download_is_checked(run_cli: RunCli, tmp_path: Path) -> None:
+    completed = run_cli(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    assert completed.returncode == 0, completed.stderr
+    rows = {line.split()[0]: line.split() for line in completed.stdout.splitlines()[1:-1]}
+    sidecar_checked = "hyperswap_1a_256 ghost_2_256 codeformer gpen_bfr_2048 xseg_3 bisenet_resnet_34 retinaface_10g"
+    for name in (*sidecar_checked.split(), "yoloface_8n", "yunet_2023_mar", "2dfan4", "fan_68_5", "crossface_simswap"):
+        assert rows[name][3] == "no" and rows[name][6] == "crc32+sha256", rows[name]
+    assert rows["inswapper_128"][5:7] == ["554.3MB", "sha256"]
+    assert rows["dlib_68"][6] == "package"
+    completed = run_cli(["models", "delete", "hyperswap_1a_256"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    assert completed.returncode == 0 and "hyperswap_1a_256: nothing to delete" in completed.stdout

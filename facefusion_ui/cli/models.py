@@ -1,4 +1,4 @@
-"""``run.py models list|verify|download|import``: the model registry on the command line."""
+"""``run.py models list|verify|download|delete|import``: the model registry on the command line."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from facefusion_ui.model_download import DownloadProgress, download_model
+from facefusion_ui.model_service import ModelDownloads, required_closure
 from facefusion_ui.models import (
     ModelState,
     download_command,
-    download_model,
     get_spec,
     import_model,
     load_manifest,
@@ -21,9 +22,12 @@ from facefusion_ui.models import (
     verify_model,
 )
 
+CHECK_TEXT = {"sha256": "sha256", "hash_sidecar": "crc32+sha256", "package": "package", "none": "-"}
+"""How each model is checked: a pinned sha256, or the publisher's CRC32 sidecar and then the sha256 recorded."""
+
 
 def _size(value: int | None) -> str:
-    return f"{value / 1e6:.1f} MB" if value else "-"
+    return f"{value / 1e6:.1f}MB" if value else "-"
 
 
 def _state_row(state: ModelState) -> dict[str, Any]:
@@ -38,6 +42,8 @@ def _state_row(state: ModelState) -> dict[str, Any]:
         "kind": spec.kind + (" (imported)" if spec.registered else ""),
         "installed": state.installed,
         "verified": state.verified,
+        "verification": spec.verification,
+        "family": spec.family,
         # dlib's HOG model is compiled into dlib itself: its "file" is the package, of no telling size
         "size": None if spec.name == "dlib_hog" else state.bytes_on_disk if state.installed else spec.size,
         "where": where,
@@ -52,7 +58,7 @@ def run_models_list(args: argparse.Namespace) -> int:
         print(json.dumps({"models_dir": str(models_dir()), "models": rows}, indent=2))
         return 0
     verified_text = {True: "yes", False: "MISMATCH", None: "-"}
-    table = [["name", "role", "kind", "installed", "verified", "size", "where"]]
+    table = [["name", "role", "kind", "installed", "verified", "size", "check", "where"]]
     for row in rows:
         table.append(
             [
@@ -62,6 +68,7 @@ def run_models_list(args: argparse.Namespace) -> int:
                 "yes" if row["installed"] else "no",
                 verified_text[row["verified"]],
                 _size(row["size"]),
+                CHECK_TEXT[row["verification"]],
                 row["where"],
             ]
         )
@@ -91,10 +98,25 @@ def run_models_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _download_one(spec: Any) -> None:
+    with tqdm(total=spec.size, unit="B", unit_scale=True, desc=spec.name) as bar:
+
+        def progress(report: DownloadProgress, bar: Any = bar) -> None:
+            if report.total and bar.total != report.total:
+                bar.total = report.total
+            bar.update(report.done - bar.n)
+
+        path = download_model(spec, progress=progress)
+    check = "sha256 pinned" if spec.sha256 else "publisher's hash, sha256 recorded"
+    print(f"{spec.name}: downloaded and verified ({check}): {path}")
+
+
 def run_models_download(args: argparse.Namespace) -> int:
     manifest = load_manifest()
-    specs = [get_spec(name, manifest) for name in args.names]
-    for spec in specs:
+    for name in args.names:
+        get_spec(name, manifest)
+    for name in required_closure(args.names, manifest):
+        spec = manifest[name]
         if spec.kind == "embedded":
             print(f"{spec.name}: embedded in the package {spec.package}, nothing to download")
             continue
@@ -102,15 +124,18 @@ def run_models_download(args: argparse.Namespace) -> int:
         if state.installed and state.verified:
             print(f"{spec.name}: already downloaded and verified ({state.path})")
             continue
-        with tqdm(total=spec.size, unit="B", unit_scale=True, desc=spec.name) as bar:
+        if state.installed and state.verified is None:
+            print(f"{spec.name}: already downloaded, not verifiable offline ({state.path})")
+            continue
+        _download_one(spec)
+    return 0
 
-            def progress(done: int, total: int | None, bar: Any = bar) -> None:
-                if total and bar.total != total:
-                    bar.total = total
-                bar.update(done - bar.n)
 
-            path = download_model(spec, progress=progress)
-        print(f"{spec.name}: downloaded and verified ({path})")
+def run_models_delete(args: argparse.Namespace) -> int:
+    downloads = ModelDownloads()
+    for name in args.names:
+        freed = downloads.delete(name)
+        print(f"{name}: deleted ({freed / 1e6:.1f} MB freed)" if freed else f"{name}: nothing to delete")
     return 0
 
 
@@ -130,9 +155,14 @@ def add_models_parser(commands: Any) -> None:
     verify = model_commands.add_parser("verify", help="check sha256 of installed models")
     verify.add_argument("names", nargs="*", metavar="NAME")
     verify.set_defaults(handler=run_models_verify)
-    download = model_commands.add_parser("download", help="download models (resumable, verified)")
+    download = model_commands.add_parser(
+        "download", help="download models and the models they need (resumable, verified)"
+    )
     download.add_argument("names", nargs="+", metavar="NAME")
     download.set_defaults(handler=run_models_download)
+    delete = model_commands.add_parser("delete", help="delete downloaded models (files and sidecars)")
+    delete.add_argument("names", nargs="+", metavar="NAME")
+    delete.set_defaults(handler=run_models_delete)
     importing = model_commands.add_parser("import", help="add a model file you already have")
     importing.add_argument("path", metavar="PATH")
     importing.add_argument("--name", help="manifest name, when the file name does not say it")

@@ -18,9 +18,10 @@ from facefusion_ui.faces.change_gate import Area
 from facefusion_ui.faces.detection import Detection, non_max_suppression, to_frame
 from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
-from facefusion_ui.faces.detector_scrfd import detect_scrfd
+from facefusion_ui.faces.detector_families import detect_onnx
 from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_dlib_5, kps_from_mesh
+from facefusion_ui.faces.landmarker_fan import landmarks_2dfan4
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import roi_box
@@ -91,7 +92,7 @@ class FaceAnalyser:
                 found = detect_blazeface(image, model, size, score)
         else:
             _, session = self.runtime.onnx_session(name)
-            found = detect_scrfd(image, session, size, score)
+            found = detect_onnx(name, image, session, size, score)
         return [to_frame(detection, view.scale, x0 / view.scale, y0 / view.scale) for detection in found]
 
     def detect(self, frame: Frame, settings: Settings) -> list[Detection]:
@@ -158,6 +159,10 @@ class FaceAnalyser:
         if landmarker == "dlib_68":
             with self.runtime.using("dlib_68") as predictor:
                 landmarks_68 = dlib_landmarks(frame, predictor, detection.bbox)
+            kps = kps if kps is not None else kps_from_68(landmarks_68)
+        elif landmarker == "2dfan4":
+            _, session = self.runtime.onnx_session("2dfan4")
+            landmarks_68 = landmarks_2dfan4(frame, detection.bbox, session)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:

@@ -1,18 +1,19 @@
-"""The face enhancer: GFPGAN 1.4-compatible ONNX on the 512 px FFHQ-aligned face, blended back."""
+"""The face enhancer: the ONNX enhancer families (``enhancer_families``) on the aligned face, blended back."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
 
-import cv2
 import numpy as np
 
-from facefusion_ui.faces.alignment import paste_back, warp_face
+from facefusion_ui.faces.alignment import paste_back
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warp_templates import warp_to_template
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.enhancer_families import enhance_crop, enhancer_contract
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
@@ -38,12 +39,8 @@ class FaceEnhancer:
         self.runtime.sessions.release(self.model)
 
     def enhance_crop(self, crop: Frame) -> Frame:
-        spec, session = self.runtime.onnx_session(self.model)
-        size = crop.shape[0]
-        blob = cv2.dnn.blobFromImage(crop, 1.0 / spec.std, (size, size), (spec.mean,) * 3, swapRB=True)
-        output = np.asarray(session.run(None, {session.get_inputs()[0].name: blob})[0], dtype=np.float32)[0]
-        rgb = np.clip(output.transpose(1, 2, 0) * spec.std + spec.mean + 0.5, 0, 255).astype(np.uint8)
-        return np.ascontiguousarray(rgb[:, :, ::-1])
+        _, session = self.runtime.onnx_session(self.model)
+        return enhance_crop(session, enhancer_contract(self.model), crop, self.settings.face_enhancer_weight)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -59,10 +56,10 @@ class FaceEnhancer:
         weight = context.settings.face_enhancer_blend / 100.0
         if weight <= 0:
             return frame
-        spec = self.runtime.spec(self.model)
-        size = spec.input_size[0] if spec.input_size else 512
+        contract = enhancer_contract(self.model)
+        size = contract.size
         for face in context.faces:
-            crop, matrix = warp_face(frame, face.kps, "ffhq_512", size)
+            crop, matrix = warp_to_template(frame, face.kps, contract.template, size)
             enhanced = self.enhance_crop(crop)
             mixed = np.clip(enhanced.astype(np.float32) * weight + crop.astype(np.float32) * (1 - weight), 0, 255)
             mask = self.masks.crop_mask(frame, face, matrix, size)

@@ -1,4 +1,4 @@
-"""The face swapper: inswapper-compatible ONNX models, or the embedded ``mesh_warp`` (no download)."""
+"""The face swapper: the ONNX swapper families (``swapper_families``), or the embedded ``mesh_warp``."""
 
 from __future__ import annotations
 
@@ -20,8 +20,17 @@ from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
-from facefusion_ui.processors.inswapper import read_emap, source_latent, swap_crop
+from facefusion_ui.processors.inswapper import read_emap, source_latent
 from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
+from facefusion_ui.processors.swapper_families import (
+    SwapperContract,
+    boost_problem,
+    contract_for,
+    convert_embedding,
+    mean_normed,
+    source_crop,
+    swap_crop,
+)
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
@@ -37,6 +46,7 @@ class PreparedSource:
     warp: WarpSource | None = None
     """The embedded path: the source face's crop, mesh and trust map."""
     latent: np.ndarray | None = None
+    """The ONNX path: what the model's ``source`` input takes (latent, embedding or source crop)."""
 
 
 class FaceSwapper:
@@ -52,12 +62,25 @@ class FaceSwapper:
         self.faces_skipped = 0
         self.masks = MaskStage(settings, runtime)
 
+    @property
+    def contract(self) -> SwapperContract:
+        return contract_for(self.model)
+
     def required_models(self) -> tuple[str, ...]:
-        own = ("mesh_warp", "mediapipe_face_mesh") if self.model == "mesh_warp" else (self.model, ARCFACE)
+        if self.model == "mesh_warp":
+            own: tuple[str, ...] = ("mesh_warp", "mediapipe_face_mesh")
+        else:
+            contract = self.contract
+            own = (self.model, ARCFACE) if contract.needs_embedding else (self.model,)
+            own += (contract.converter,) if contract.converter else ()
         return tuple(dict.fromkeys((*own, *self.masks.required_models())))
 
     def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
+        problems = missing_models(self.runtime, self.required_models())
+        if self.model != "mesh_warp":
+            boost = boost_problem(self.model, self.contract, self.settings.face_swapper_pixel_boost)
+            problems += [boost] if boost else []
+        return problems
 
     def release(self) -> None:
         with self._lock:
@@ -98,17 +121,25 @@ class FaceSwapper:
         return PreparedSource(warp=WarpSource.of(best.image, mesh))
 
     def _prepare_latent(self, sources: SourceIdentity) -> PreparedSource:
-        """The ONNX path averages the normed ArcFace embeddings of every source photo."""
+        """The ONNX path: the source input the model's family takes, from every source photo (embedding
+        families) or from the most frontal one (families that take the source face itself)."""
+        contract = self.contract
+        if contract.source == "source_crop":
+            best = sources.best_frontal()
+            return PreparedSource(latent=source_crop(best.image, best.face.kps, contract))
         arcface_spec, arcface = self.runtime.onnx_session(ARCFACE)
-        normed = []
-        for source in sources.faces:
-            embedding = embed_arcface(source.image, source.face, arcface, arcface_spec)
-            normed.append(embedding / (np.linalg.norm(embedding) or 1.0))
-        mean = np.mean(np.stack(normed), axis=0)
-        mean = mean / (np.linalg.norm(mean) or 1.0)
+        embeddings = [embed_arcface(s.image, s.face, arcface, arcface_spec) for s in sources.faces]
+        if contract.converter is not None:
+            _, converter = self.runtime.onnx_session(contract.converter)
+            return PreparedSource(
+                latent=convert_embedding(embeddings, converter, contract.source == "converted_normed")
+            )
+        mean = mean_normed(embeddings)
+        if contract.source == "arcface_normed":
+            return PreparedSource(latent=mean)
         spec = self.runtime.resolve(self.model)
         emap = read_emap(require_model(spec, self.runtime.folder))
-        return PreparedSource(latent=source_latent(mean, emap))
+        return PreparedSource(latent=source_latent(mean.reshape(-1), emap))
 
     # frames ------------------------------------------------------------------------------------------------
     def changes_frame(self, faces: Sequence[Face]) -> bool:
@@ -131,9 +162,10 @@ class FaceSwapper:
     def swap_face(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
         if self.model == "mesh_warp":
             return self._swap_mesh(frame, face, prepared, settings)
-        spec, session = self.runtime.onnx_session(self.model)
+        _, session = self.runtime.onnx_session(self.model)
         assert prepared.latent is not None
-        crop, matrix = swap_crop(session, spec, frame, face.kps, prepared.latent)
+        boost = settings.face_swapper_pixel_boost
+        crop, matrix = swap_crop(session, self.contract, frame, face.kps, prepared.latent, boost)
         return paste_back(frame, crop, matrix, self.masks.crop_mask(frame, face, matrix, crop.shape[0]))
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:

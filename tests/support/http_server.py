@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 serving one generated file, with Range support and fault modes."""
+"""A real HTTP server on 127.0.0.1 serving generated files, with Range support and fault modes."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ class ServedFile:
     ignore_range: bool = False
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    hold: threading.Event | None = None
+    """When set, the body stops after its first block until the event is set (a download held mid-way)."""
+    extra: dict[str, bytes] = field(default_factory=dict)
+    """Other files served beside it, by name (``model.hash``)."""
 
 
 def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
@@ -28,6 +32,13 @@ def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            name = self.path.rsplit("/", 1)[-1]
+            if name in served.extra:
+                self._send_small(served.extra[name])
+                return
+            if name != "model.onnx":
+                self._send_small(b"not found", 404)
+                return
             requested = self.headers.get("Range", "")
             with served.lock:
                 served.requests.append(requested)
@@ -50,6 +61,11 @@ def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(payload)))
             self.send_header("Content-Type", "application/octet-stream")
             self.end_headers()
+            if served.hold is not None:
+                self.wfile.write(payload[: 1 << 20])
+                self.wfile.flush()
+                served.hold.wait(timeout=60)
+                payload = payload[1 << 20 :]
             if cut is not None:
                 self.wfile.write(payload[:cut])
                 self.wfile.flush()
@@ -57,6 +73,12 @@ def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(2)
                 return
             self.wfile.write(payload)
+
+        def _send_small(self, body: bytes, status: int = 200) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
     return Handler
 

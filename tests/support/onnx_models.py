@@ -147,3 +147,111 @@ def build_gfpgan(path: Path) -> Path:
         initializer=[_const("gain", np.array(0.9, np.float32))],
     )
     return _save(graph, path)
+
+
+# The swapper, converter, enhancer, detector and landmarker families ------------------------------------------
+def converter_matrix() -> np.ndarray:
+    matrix: np.ndarray = (np.random.default_rng(17).normal(size=(512, 512)) / np.sqrt(512)).astype(np.float32)
+    return matrix
+
+
+def build_converter(path: Path) -> Path:
+    """crossface-like embedding converter: input 1x512 -> output 1x512 = input @ matrix."""
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["input", "matrix"], ["output"])],
+        "crossface_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 512])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 512])],
+        initializer=[_const("matrix", converter_matrix())],
+    )
+    return _save(graph, path)
+
+
+SOURCE_CROP_GAIN = 0.5
+
+
+def build_family_swapper(path: Path, size: int, source_shape: list[int]) -> Path:
+    """A swapper in FaceFusion's signature: ``target`` 1x3xSxS and ``source`` (1x512 or an image) ->
+    ``output`` 1x3xSxS = target + a per-channel shift: ``source @ colour`` for an embedding, the mean
+    colour of the source image times SOURCE_CROP_GAIN for a source crop. No clipping: the caller's
+    denormalisation and clipping are what the test checks."""
+    if len(source_shape) == 2:
+        nodes = [helper.make_node("MatMul", ["source", "colour"], ["shift2"])]
+        inits = [_const("colour", swapper_colour_matrix())]
+    else:
+        nodes = [
+            helper.make_node("GlobalAveragePool", ["source"], ["pooled"]),
+            helper.make_node("Mul", ["pooled", "gain"], ["shift2"]),
+        ]
+        inits = [_const("gain", np.array(SOURCE_CROP_GAIN, np.float32))]
+    nodes += [
+        helper.make_node("Reshape", ["shift2", "shift_shape"], ["shift4"]),
+        helper.make_node("Add", ["target", "shift4"], ["output"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "swapper_like",
+        [
+            helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 3, size, size]),
+            helper.make_tensor_value_info("source", TensorProto.FLOAT, source_shape),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, size, size])],
+        initializer=[*inits, _const("shift_shape", np.array([1, 3, 1, 1], np.int64))],
+    )
+    return _save(graph, path)
+
+
+def build_enhancer(path: Path, size: int, gain: float = 0.9, with_weight: bool = False) -> Path:
+    """``input`` 1x3xSxS -> ``output`` = input * gain (and * weight, a 1-element double, for CodeFormer)."""
+    nodes = [helper.make_node("Mul", ["input", "gain"], ["scaled" if with_weight else "output"])]
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])]
+    if with_weight:
+        inputs.append(helper.make_tensor_value_info("weight", TensorProto.DOUBLE, [1]))
+        nodes += [
+            helper.make_node("Cast", ["weight"], ["weight32"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["scaled", "weight32"], ["output"]),
+        ]
+    graph = helper.make_graph(
+        nodes,
+        "enhancer_like",
+        inputs,
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, size, size])],
+        initializer=[_const("gain", np.array(gain, np.float32))],
+    )
+    return _save(graph, path)
+
+
+def build_constant_outputs(path: Path, input_shape: list[int], outputs: dict[str, np.ndarray]) -> Path:
+    """``input`` -> each output = its constant + 0 * mean(input): the input is read, the answer known."""
+    nodes = [
+        helper.make_node("ReduceMean", ["input"], ["mean"], keepdims=0),
+        helper.make_node("Mul", ["mean", "zero"], ["nothing"]),
+    ]
+    inits = [_const("zero", np.array(0.0, np.float32))]
+    infos = []
+    for name, value in outputs.items():
+        inits.append(_const(f"{name}_value", value.astype(np.float32)))
+        nodes.append(helper.make_node("Add", [f"{name}_value", "nothing"], [name]))
+        infos.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(value.shape)))
+    graph = helper.make_graph(
+        nodes,
+        "constant_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+        infos,
+        initializer=inits,
+    )
+    return _save(graph, path)
+
+
+def build_mean_probe(path: Path, input_shape: list[int]) -> Path:
+    """``input`` -> ``output`` 1x3 = the mean of each channel (what the caller fed, normalised)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
+            helper.make_node("Flatten", ["pooled"], ["output"]),
+        ],
+        "probe_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape)],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])],
+    )
+    return _save(graph, path)
