@@ -49,6 +49,8 @@ class ModelSpec:
     metric: DistanceMetric | None = None
     threshold: float | None = None
     fp16_variant: str | None = None
+    scale: int | None = None
+    """Upscalers: how many times larger each side of the output is than the input."""
     requires: tuple[str, ...] = ()
     package: str | None = None
     package_file: str | None = None

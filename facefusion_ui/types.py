@@ -17,7 +17,7 @@ Embedding = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
 
 # Choices --------------------------------------------------------------------------------------------
-BuiltinProcessorName = Literal["face_swapper", "face_enhancer"]
+BuiltinProcessorName = Literal["face_swapper", "face_enhancer", "frame_enhancer", "lip_syncer", "face_debugger"]
 FaceSelectorMode = Literal["many", "one", "reference"]
 ReferenceFaceFrom = Literal["frame", "source"]
 FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
@@ -26,6 +26,21 @@ FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh"]
 FaceRecognizerModel = Literal["dlib_resnet", "arcface_w600k_r50"]
 FaceSwapperModel = Literal["mesh_warp", "inswapper_128", "inswapper_128_fp16"]
 FaceEnhancerModel = Literal["gfpgan_1.4"]
+FrameEnhancerModel = Literal[
+    "real_esrgan_x2",
+    "real_esrgan_x2_fp16",
+    "real_esrgan_x4",
+    "real_esrgan_x4_fp16",
+    "real_hatgan_x4",
+    "ultra_sharp_x4",
+    "clear_reality_x4",
+    "nomos8k_sc_x4",
+    "remacri_x4",
+    "siax_x4",
+    "span_kendata_x4",
+]
+FrameEnhancerOutputSize = Literal["enhanced", "target"]
+LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
 ExecutionProvider = Literal["cuda", "tensorrt", "rocm", "directml", "coreml", "openvino", "cpu"]
@@ -35,7 +50,9 @@ ReleasePolicy = Literal["after_chunk", "after_job", "never"]
 FaceCacheScope = Literal["job", "chunk"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer"]
+ModelRole = Literal[
+    "detector", "landmarker", "recognizer", "swapper", "enhancer", "frame_enhancer", "lip_syncer", "debugger"
+]
 DistanceMetric = Literal["cosine", "euclidean"]
 
 ONNX_PROVIDER_NAMES: dict[ExecutionProvider, str] = {
