@@ -80,9 +80,7 @@ class TargetFrame:
 
     def put(self, top: int, band: Frame) -> None:
         first, rows = top // self.scale, band.shape[0] // self.scale
-        small = np.asarray(
-            cv2.resize(band, (self.frame.shape[1], rows), interpolation=cv2.INTER_AREA), dtype=np.uint8
-        )
+        small = np.asarray(cv2.resize(band, (self.frame.shape[1], rows), interpolation=cv2.INTER_AREA), dtype=np.uint8)
         self.result[first : first + rows] = _mix(small, self.frame[first : first + rows], self.weight)
 
 
@@ -94,9 +92,7 @@ def _mix(enhanced: Frame, plain: Frame, weight: float) -> Frame:
 class FrameEnhancer:
     name = "frame_enhancer"
     options = (
-        ProcessorOption(
-            "model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)
-        ),
+        ProcessorOption("model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)),
         ProcessorOption("blend", int, 80, help="enhanced frame weight in percent", low=0, high=100),
         ProcessorOption(
             "output_size",
