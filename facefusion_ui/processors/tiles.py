@@ -72,12 +72,13 @@ class BandSink(Protocol):
 
 
 def pad_to_tile(frame: Frame, tile: int) -> Frame:
-    """A frame smaller than a tile, mirrored out to the tile's size (cropped again after)."""
+    """A frame smaller than a tile, padded with black to the tile's size (cropped again after): the
+    network sees the frame's edge as it would whole (its own padding is zeros)."""
     height, width = frame.shape[:2]
     bottom, right = max(tile - height, 0), max(tile - width, 0)
     if not bottom and not right:
         return frame
-    return np.asarray(cv2.copyMakeBorder(frame, 0, bottom, 0, right, cv2.BORDER_REFLECT_101), dtype=np.uint8)
+    return np.asarray(cv2.copyMakeBorder(frame, 0, bottom, 0, right, cv2.BORDER_CONSTANT, value=0), dtype=np.uint8)
 
 
 def run_tiled(frame: Frame, model: TileModel, scale: int, grid: TileGrid, sink: BandSink) -> None:
