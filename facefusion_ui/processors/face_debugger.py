@@ -18,7 +18,6 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.tracker import FRONTAL_YAW
 from facefusion_ui.processors.base import FaceReport, FrameContext
 from facefusion_ui.processors.mouth_mask import mouth_mask
-from facefusion_ui.processors.options import ProcessorOption
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
 
@@ -112,38 +111,30 @@ def _points(frame: Frame, points: Points, colour: tuple[int, int, int], radius: 
         cv2.circle(frame, (round(float(x)), round(float(y))), radius, colour, -1, cv2.LINE_AA)
 
 
-def draw(frame: Frame, note: Annotation, settings: Settings, options: dict[str, bool]) -> None:
+def draw(frame: Frame, note: Annotation, settings: Settings) -> None:
     face = note.face
     colour = SELECTED if note.selected else SKIPPED
     thick = max(1, round(face.width / 100))
     x1, y1, x2, y2 = (round(float(value)) for value in face.bbox)
     cv2.rectangle(frame, (x1, y1), (x2, y2), colour, thick, cv2.LINE_AA)
-    if options["points"]:
-        if face.landmarks_68 is not None:
-            _points(frame, face.landmarks_68, POINTS, max(1, thick))
-        _points(frame, face.kps, colour, max(2, thick + 1))
-    if options["mesh"] and face.mesh is not None:
+    if face.mesh is not None:
         _points(frame, face.mesh.points, MESH, 1)
-    if options["mask"] and note.selected:
+    if face.landmarks_68 is not None:
+        _points(frame, face.landmarks_68, POINTS, max(1, thick))
+    _points(frame, face.kps, colour, max(2, thick + 1))
+    if note.selected:
         outlines = [np.round(outline).astype(np.int32) for outline in mask_outline(face, settings)]
         cv2.polylines(frame, outlines, True, MASK, thick, cv2.LINE_AA)
-    if options["labels"]:
-        scale = max(0.35, min(face.width / 200, 1.2))
-        step = round(22 * scale) + 2
-        for row, line in enumerate(note.lines):
-            origin = (x1, max(y1 - 6 - step * (len(note.lines) - 1 - row), step))
-            cv2.putText(frame, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), thick + 2, cv2.LINE_AA)
-            cv2.putText(frame, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thick, cv2.LINE_AA)
+    scale = max(0.35, min(face.width / 200, 1.2))
+    step = round(22 * scale) + 2
+    for row, line in enumerate(note.lines):
+        origin = (x1, max(y1 - 6 - step * (len(note.lines) - 1 - row), step))
+        cv2.putText(frame, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), thick + 2, cv2.LINE_AA)
+        cv2.putText(frame, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thick, cv2.LINE_AA)
 
 
 class FaceDebugger:
     name = "face_debugger"
-    options = (
-        ProcessorOption("points", bool, True, help="draw the 5 and 68 points"),
-        ProcessorOption("mesh", bool, True, help="draw the face mesh (when the landmarker made one)"),
-        ProcessorOption("mask", bool, True, help="outline the paste-back mask of selected faces"),
-        ProcessorOption("labels", bool, True, help="write score, track, distance and skip reason"),
-    )
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -171,9 +162,8 @@ class FaceDebugger:
         if not notes:
             return frame
         drawn: Frame = frame.copy()
-        options = {name: bool(context.options.get(name, True)) for name in ("points", "mesh", "mask", "labels")}
         for note in notes:
-            draw(drawn, note, context.settings, options)
+            draw(drawn, note, context.settings)
         with self._lock:
             self.faces_annotated += len(notes)
         return drawn
