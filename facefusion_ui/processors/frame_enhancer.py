@@ -145,7 +145,7 @@ class FrameEnhancer:
         _, session = self.runtime.onnx_session(self.model)
         model_input = session.get_inputs()[0]
         dtype = np.float16 if "float16" in str(model_input.type) else np.float32
-        blob = (tile[:, :, ::-1].transpose(2, 0, 1)[None] / 255.0).astype(dtype)
+        blob = np.asarray(cv2.dnn.blobFromImage(tile, 1.0 / 255.0, swapRB=True), dtype=dtype)
         output = np.asarray(session.run(None, {model_input.name: blob})[0], dtype=np.float32)[0]
         rgb = np.clip(output.transpose(1, 2, 0) * 255.0 + 0.5, 0, 255).astype(np.uint8)
         return np.ascontiguousarray(rgb[:, :, ::-1])
