@@ -16,6 +16,7 @@ import shutil
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ class ModelSpec:
     file: str | None = None
     url: str | None = None
     sha256: str | None = None
+    hash_url: str | None = None
+    """Without a sha256: where the publisher's CRC32 of the file is (FaceFusion's ``.hash`` files)."""
     size: int | None = None
     input_size: tuple[int, int] | None = None
     mean: float = 0.0
@@ -265,6 +268,8 @@ def download_model(
     if not _looks_complete(partial, spec.size):
         raise _incomplete(spec, source, partial, last_error, retries)
     digest = sha256_file(partial)
+    if not spec.sha256 and spec.hash_url:
+        _check_crc32(spec, source, partial, timeout_s)
     if spec.sha256 and digest != spec.sha256:
         partial.unlink(missing_ok=True)
         raise ModelError(
@@ -274,6 +279,28 @@ def download_model(
     os.replace(partial, target)
     _record_digest(target, digest)
     return target
+
+
+def _check_crc32(spec: ModelSpec, source: str, partial: Path, timeout_s: float) -> None:
+    """The file against the CRC32 its publisher lists at ``spec.hash_url`` (8 hex digits)."""
+    try:
+        with urllib.request.urlopen(cast(str, spec.hash_url), timeout=timeout_s) as response:
+            expected = response.read(64).decode("ascii", "replace").strip().lower()
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
+        raise DownloadError(
+            f"cannot fetch the checksum of '{spec.name}' from {spec.hash_url} ({_describe_network_error(error)}): "
+            f"run '{download_command(spec.name)}' again"
+        ) from error
+    crc = 0
+    with partial.open("rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
+            crc = zlib.crc32(block, crc)
+    if f"{crc:08x}" != expected:
+        partial.unlink(missing_ok=True)
+        raise ModelError(
+            f"download of '{spec.name}' from {source} has the wrong CRC32 ({crc:08x}, expected {expected}): "
+            "the file was deleted; try again later or import a copy you trust with 'python run.py models import'"
+        )
 
 
 def _looks_complete(partial: Path, size: int | None) -> bool:

@@ -99,3 +99,18 @@ def test_verify_detects_a_changed_file(tmp_path: Path) -> None:
     path.write_bytes(BODY[:-1] + b"x")
     assert model_state(spec_for(BODY), tmp_path).verified is None  # the recorded digest is stale
     assert verify_model(spec_for(BODY), tmp_path).verified is False
+
+
+def test_without_a_sha256_the_publishers_crc32_is_checked(tmp_path: Path) -> None:
+    import dataclasses
+    import zlib
+
+    checksum = f"{zlib.crc32(BODY):08x}\n".encode()
+    with serve(ServedFile(checksum)) as hash_url:
+        with serve(ServedFile(BODY)) as url:
+            spec = dataclasses.replace(spec_for(BODY), sha256=None, hash_url=hash_url)
+            assert download_model(spec, tmp_path, url=url).read_bytes() == BODY
+        corrupt = BODY[:-1] + b"\x00"
+        with serve(ServedFile(corrupt)) as url, pytest.raises(ModelError, match="wrong CRC32"):
+            download_model(dataclasses.replace(spec, file="other.onnx"), tmp_path, url=url)
+    assert not (tmp_path / "other.onnx").exists() and not (tmp_path / "other.onnx.part").exists()
