@@ -143,6 +143,10 @@ class MemoryBudget:
 WORKER_FRAMES = 7
 """What a frame worker holds, in YUV frames: its frame plus three BGR copies (twice the size each) while
 processors run: the decoded view, the working copy and the result."""
+WORKER_OUTPUT_FRAMES = 8
+"""What a frame worker holds besides, in YUV frames of the output size, when the processors change the
+frame's size (an upscaler): the result and the plain upscale it is blended with (BGR), the encoder's YUV
+copy, and the upscaler's band of joined tiles (float32, a few rows of tiles high)."""
 
 
 def plan_budget(
@@ -156,14 +160,19 @@ def plan_budget(
     available_mb: int | None = None,
     gpu_free_mb: int | None = None,
     held: int = 1,
+    output_scale: float = 1.0,
 ) -> MemoryBudget:
     """Queue depth and chunk length that fit: the frames in flight (3 queues, the ``held`` detection
     group, the workers' frames and copies) take at most a quarter of the memory above the preset's
-    threshold; 'auto' chunks come from ``auto_chunk_seconds``. Frames in flight are YUV 4:2:0."""
+    threshold; 'auto' chunks come from ``auto_chunk_seconds``. Frames in flight are YUV 4:2:0.
+    ``output_scale``: an output frame's area over an input frame's (an upscaler: the output queue and
+    the workers hold larger frames)."""
     available = system_memory().available_mb if available_mb is None else available_mb
     usable = max(available - threshold_mb, 64)
     frame_mb = width * height * 1.5 / MIB
-    fitting = int((usable * FRAME_SHARE / max(frame_mb, 1e-6) - threads * WORKER_FRAMES - held - 1) / 3)
+    worker = WORKER_FRAMES + (WORKER_OUTPUT_FRAMES * output_scale if output_scale != 1.0 else 0.0)
+    room = usable * FRAME_SHARE / max(frame_mb, 1e-6) - threads * worker - held - 1
+    fitting = int(room / (2 + output_scale))
     queue = max(1, min(queue_size, fitting))
     seconds = auto_chunk_seconds(width, height, fps, usable) if chunk_size == "auto" else int(chunk_size)
     return MemoryBudget(available, usable, frame_mb, queue, seconds, gpu_free_mb)

@@ -49,6 +49,8 @@ class ModelSpec:
     file: str | None = None
     url: str | None = None
     sha256: str | None = None
+    hash_url: str | None = None
+    """Without a sha256: where the publisher's CRC32 of the file is (FaceFusion's ``.hash`` files)."""
     size: int | None = None
     input_size: tuple[int, int] | None = None
     mean: float = 0.0
@@ -57,12 +59,12 @@ class ModelSpec:
     metric: DistanceMetric | None = None
     threshold: float | None = None
     fp16_variant: str | None = None
+    scale: int | None = None
+    """Upscalers: how many times larger each side of the output is than the input."""
     requires: tuple[str, ...] = ()
     family: str | None = None
     """The processing contract the model follows (``hyperswap``, ``gpen``, ``yolo_face``...): the
     processor's family table, not the manifest, says what that contract is."""
-    hash_url: str | None = None
-    """The publisher's CRC32 sidecar (FaceFusion's ``NAME.hash``), used when no sha256 is pinned."""
     precision: str | None = None
     """``fp16`` for a file the publisher exports in half precision (nothing to choose)."""
     package: str | None = None

@@ -26,14 +26,15 @@ from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
-from facefusion_ui.faces.selector import pick_face, select_faces
+from facefusion_ui.faces.selector import pick_face, reference_threshold, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.masks.stage import masks_summary
-from facefusion_ui.processors.base import CountingProcessor, FrameContext, Processor
+from facefusion_ui.processors.base import CountingProcessor, FaceReport, FrameContext, Processor, ResizingProcessor
 from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.processors.scaling import scale_context
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
 
@@ -62,6 +63,8 @@ class VideoState:
 class FrameAnalysis:
     faces: list[Face]
     selected: list[Face]
+    track_ids: tuple[int | None, ...] = ()
+    """The identity of each of ``faces`` when the identity cache is on."""
 
 
 NO_FACES = FrameAnalysis([], [])
@@ -270,6 +273,7 @@ class FramePipeline:
         ``detections``: the boxes when already found (else a full-frame detection runs)."""
         faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections)
         self.followed = [face.bbox for face in faces]
+        track_ids: tuple[int | None, ...] = ()
         if self.needs_embeddings and faces:
             rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
 
@@ -279,25 +283,53 @@ class FramePipeline:
                 return self.analyser.embedding(frame, rgb[0], face, self.settings)
 
             if self.identities is not None:
-                faces = [face for face, _ in self.identities.resolve(faces, index, timestamp, embed)]
+                resolved = self.identities.resolve(faces, index, timestamp, embed)
+                faces = [face for face, _ in resolved]
+                track_ids = tuple(identity.id if identity is not None else None for _, identity in resolved)
             else:
                 faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
         selected = select_faces(faces, self.settings, self.reference, self.scale)
         self.stats.frames += 1
         self.stats.faces_selected += len(selected)
-        return FrameAnalysis(faces, selected)
+        return FrameAnalysis(faces, selected, track_ids)
+
+    def output_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size of the frames ``apply`` returns for frames of ``width`` x ``height`` (an upscaler)."""
+        for processor in self.processors:
+            if isinstance(processor, ResizingProcessor):
+                width, height = processor.output_size(width, height)
+        return width, height
 
     def changes(self, analysis: FrameAnalysis) -> bool:
-        """Whether ``apply`` can change a frame with this analysis (else the frame passes through as is)."""
+        """Whether ``apply`` can change a frame with this analysis (else the frame passes through as is);
+        always when the processors change the frame's size."""
+        if self.output_size(64, 64) != (64, 64):
+            return True
         return any(processor.changes_frame(analysis.selected) for processor in self.processors)
 
+    def report(self, analysis: FrameAnalysis) -> FaceReport:
+        return FaceReport(
+            analysis.faces,
+            analysis.selected,
+            analysis.track_ids or (None,) * len(analysis.faces),
+            self.reference,
+            self.scale.metric,
+            reference_threshold(self.settings, self.scale),
+            self.settings.face_selector_mode,
+        )
+
     def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
-        """Run the processors on the selected faces; safe to call from several threads."""
+        """Run the processors on the selected faces; safe to call from several threads. After a processor
+        that changed the frame's size the faces are scaled for the ones after it."""
         context = FrameContext(index, timestamp, self.settings, analysis.selected, self.sources)
+        context = dataclasses.replace(context, report=self.report(analysis))
         for processor, options in zip(self.processors, self.options, strict=True):
+            height, width = frame.shape[:2]
             frame = processor.process_frame(
                 frame, dataclasses.replace(context, options=options) if options else context
             )
+            if frame.shape[:2] != (height, width):
+                context = scale_context(context, frame.shape[1] / width, frame.shape[0] / height)
         return frame
 
     def set_reference_from(self, frame: Frame) -> None:
@@ -341,7 +373,7 @@ class FramePipeline:
             "faces_detected": self.analyser.counters.faces_detected,
             "faces_selected": self.stats.faces_selected,
             "faces_swapped": done["faces_swapped"],
-            **({"faces_enhanced": done["faces_enhanced"]} if "faces_enhanced" in done else {}),
+            **{key: count for key, count in sorted(done.items()) if key != "faces_swapped"},
             "recognizer_calls": self.analyser.counters.recognizer_calls,
             "identity_cache": cache,
             "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.to_json()},

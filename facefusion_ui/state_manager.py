@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import threading
 import typing
@@ -196,6 +197,23 @@ def _sides(items: tuple[int, ...]) -> tuple[int, int, int, int]:
     return (items[0], items[1], items[2], items[3])
 
 
+@dataclass(frozen=True)
+class FilePath(Rule):
+    """A file's path (whether it exists is checked where it is used); None when optional."""
+
+    optional: bool = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise _fail(key, value, "a file path" + (" or none" if self.optional else ""))
+        return os.path.abspath(os.path.expanduser(value))  # a queued job may run in another folder
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"metavar": "FILE"}
+
+
 class ChunkSize(Rule):
     def __call__(self, key: str, value: Any) -> Any:
         if value == "auto":
@@ -294,6 +312,9 @@ class Settings:
         0.5, number(0.0, 1.0), "codeformer's fidelity weight: 0 restores most, 1 keeps the face closest"
     )
     face_enhancer_blend: int = _setting(80, whole_number(0, 100), "enhanced face weight in percent")
+    source_audio: str | None = _setting(
+        None, FilePath(), "lip syncer: the audio to sync the lips to (any audio file, or a video's audio track)"
+    )
     face_selector_mode: FaceSelectorMode = _setting("many", one_of(choices(FaceSelectorMode)), "faces to swap")
     face_selector_order: FaceSelectorOrder = _setting(
         "large-small", one_of(choices(FaceSelectorOrder)), "face order for 'one' and positions"

@@ -17,7 +17,7 @@ Embedding = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
 
 # Choices --------------------------------------------------------------------------------------------
-BuiltinProcessorName = Literal["face_swapper", "face_enhancer"]
+BuiltinProcessorName = Literal["face_swapper", "face_enhancer", "frame_enhancer", "lip_syncer", "face_debugger"]
 FaceSelectorMode = Literal["many", "one", "reference"]
 ReferenceFaceFrom = Literal["frame", "source"]
 FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
@@ -57,6 +57,21 @@ FaceEnhancerModel = Literal[
 ]
 FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
 FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
+FrameEnhancerModel = Literal[
+    "real_esrgan_x2",
+    "real_esrgan_x2_fp16",
+    "real_esrgan_x4",
+    "real_esrgan_x4_fp16",
+    "real_hatgan_x4",
+    "ultra_sharp_x4",
+    "clear_reality_x4",
+    "nomos8k_sc_x4",
+    "remacri_x4",
+    "siax_x4",
+    "span_kendata_x4",
+]
+FrameEnhancerOutputSize = Literal["enhanced", "target"]
+LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
 ExecutionProvider = Literal["cuda", "tensorrt", "rocm", "directml", "coreml", "openvino", "cpu"]
@@ -66,7 +81,18 @@ ReleasePolicy = Literal["after_chunk", "after_job", "never"]
 FaceCacheScope = Literal["job", "chunk"]
 VideoEncoder = Literal["libx264", "libx265", "libvpx-vp9", "libopenh264", "mpeg4", "h264_nvenc", "hevc_nvenc"]
 VideoPreset = Literal["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-ModelRole = Literal["detector", "landmarker", "recognizer", "swapper", "enhancer", "masker", "converter"]
+ModelRole = Literal[
+    "detector",
+    "landmarker",
+    "recognizer",
+    "swapper",
+    "enhancer",
+    "masker",
+    "converter",
+    "frame_enhancer",
+    "lip_syncer",
+    "debugger",
+]
 """What a model does; a ``converter`` maps an ArcFace embedding into the space a swapper was trained on."""
 ModelVerification = Literal["sha256", "hash_sidecar", "package", "none"]
 """How a download is checked: a pinned sha256, the publisher's CRC32 ``.hash`` sidecar (its sha256 then

@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from facefusion_ui.memory import (
 from facefusion_ui.paths import home_dir
 from facefusion_ui.pipeline import FramePipeline, VideoState
 from facefusion_ui.presets import PRESET_KEYS
+from facefusion_ui.processors.source_audio import replacement_audio
 from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.chunks import (
@@ -45,11 +47,23 @@ from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.probe import VideoInfo, probe_video
 from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
+from facefusion_ui.video.yuv import even_size
 
 logger = logging.getLogger(__name__)
 MAX_CHUNK_ATTEMPTS = 3
-COUNTED = ("faces_detected", "faces_selected", "faces_swapped", "faces_enhanced")
+COUNTED = (
+    "faces_detected",
+    "faces_selected",
+    "faces_swapped",
+    "faces_enhanced",
+    "frames_enhanced",
+    "faces_lip_synced",
+    "faces_annotated",
+)
 """The pipeline's counts recorded per chunk, so that a resumed run reports the whole output."""
+ALWAYS_COUNTED = ("faces_detected", "faces_selected", "faces_swapped")
+"""Reported for every job; the other counts only when a processor that makes them ran."""
+Resize = Callable[[int, int], tuple[int, int]]
 
 
 def default_work_dir(target: Path, output: Path) -> Path:
@@ -58,7 +72,7 @@ def default_work_dir(target: Path, output: Path) -> Path:
     return home_dir() / "work" / key
 
 
-def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
+def budget_for(settings: Settings, info: VideoInfo, output_scale: float = 1.0) -> MemoryBudget:
     gpus = probe_gpus() if any(p != "cpu" for p in settings.execution_providers) else []
     return plan_budget(
         info.width,
@@ -70,6 +84,7 @@ def budget_for(settings: Settings, info: VideoInfo) -> MemoryBudget:
         settings.memory_threshold_mb,
         gpu_free_mb=gpus[0].free_mb if gpus else None,
         held=largest_group(settings.face_detector_interval),
+        output_scale=output_scale,
     )
 
 
@@ -105,6 +120,8 @@ class VideoPlan:
     """The job's settings with the queue size the memory budget allows."""
     frames_per_chunk: int
     chunks: list[Chunk]
+    output_size: tuple[int, int] | None = None
+    """The encoded frames' size when the processors change it (an upscaler); None: the video's."""
 
     @classmethod
     def make(cls, settings: Settings, target: Path) -> VideoPlan:
@@ -115,10 +132,23 @@ class VideoPlan:
                 f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
                 f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
             )
-        budget = budget_for(settings, info)
+        return cls.of(settings, info, first, last)
+
+    @classmethod
+    def of(cls, settings: Settings, info: VideoInfo, first: int, last: int, resize: Resize | None = None) -> VideoPlan:
+        size = even_size(info.width, info.height)
+        output = resize(*size) if resize is not None else size
+        budget = budget_for(settings, info, output[0] * output[1] / (size[0] * size[1]))
         settings = settings.with_items(frame_queue_size=budget.queue_size)
         frames = chunk_length(budget.chunk_seconds, float(info.fps), largest_group(settings.face_detector_interval))
-        return cls(info, first, last, budget, settings, frames, plan_chunks(first, last, frames))
+        resized = output if output != size else None
+        return cls(info, first, last, budget, settings, frames, plan_chunks(first, last, frames), resized)
+
+    def resized(self, settings: Settings, resize: Resize) -> VideoPlan:
+        """The plan for processors that may change the frame's size (``settings``: the job's): itself when
+        they do not, else one whose budget counts the larger frames."""
+        size = even_size(self.info.width, self.info.height)
+        return self if resize(*size) == size else VideoPlan.of(settings, self.info, self.first, self.last, resize)
 
 
 class VideoRun:
@@ -132,6 +162,8 @@ class VideoRun:
         self.plan = VideoPlan.make(job.settings, job.target)
         self.settings = self.plan.settings
         self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry)
+        self.plan = self.plan.resized(job.settings, self.pipeline.output_size)
+        self.settings = self.plan.settings
         self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
         key = fingerprint(self.settings, self.pipeline.sources.key, job.target, self.plan.chunks)
         self.manifest = Manifest.open(self.work_dir, key, self.plan.chunks)
@@ -212,6 +244,7 @@ class VideoRun:
                         self.stages,
                         self.tracker.advance,
                         self.context.cancel,
+                        output_size=self.plan.output_size,
                     )
                     return run_chunk(task)
                 except BaseException as error:
@@ -259,7 +292,7 @@ class VideoRun:
         processed_frames = sum(run.frames for run in self.chunk_runs)
         return {
             **self.pipeline.summary(),
-            **{key: self.counts[key] for key in COUNTED if key != "faces_enhanced" or key in self.counts},
+            **{key: self.counts[key] for key in COUNTED if key in ALWAYS_COUNTED or key in self.counts},
             "frames": plan.last - plan.first,
             "frames_converted": sum(run.frames_converted for run in self.chunk_runs),
             "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
@@ -282,22 +315,30 @@ class VideoRun:
 def assemble(
     ffmpeg: str, manifest: Manifest, info: VideoInfo, first: int, last: int, settings: Settings, output: Path
 ) -> None:
-    """Concatenate the segments and mux the source audio once over the trimmed range, atomically."""
+    """Concatenate the segments and mux the source audio once over the trimmed range, atomically. A new
+    audio track (the lip syncer's) replaces it: re-encoded, padded with silence or cut at the video's end."""
     list_file = manifest.work_dir / "segments.txt"
     list_file.write_text(concat_list(manifest.segments()), encoding="utf-8")
     duration = (last - first) / float(info.fps)
     temporary = output.with_name(f".{output.stem}.part{output.suffix}")
     trimmed = first > 0 or last < info.frame_count
     audio = audio_codec_args(info.audio_codec, output, trimmed) if info.has_audio else None
+    audio_source, audio_filter, audio_start = Path(info.path), "", info.seek_time(first) if first else 0.0
+    replacement = replacement_audio(settings)
+    if replacement is not None:  # its time 0 is the target's first frame, as the lip syncer read it
+        audio = audio_codec_args(None, output, True)
+        audio_source, audio_filter = replacement, f"apad=whole_dur={duration:.6f}"
+        audio_start = float(info.frame_times[first])
     command = assemble_args(
         ffmpeg,
         list_file,
-        Path(info.path),
+        audio_source,
         audio,
-        info.seek_time(first) if first else 0.0,
+        audio_start,
         duration,
         output_comment(settings),
         temporary,
+        audio_filter,
     )
     try:
         completed = run_tool(command)

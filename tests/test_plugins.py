@@ -3,6 +3,7 @@ the options it declares reach it from the command line, the queue and the pipeli
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -20,10 +21,16 @@ from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.base import FrameContext, Processor
 from facefusion_ui.processors.options import ProcessorOption, check_option_values, resolve_options
-from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
+from facefusion_ui.processors.registry import BUILTIN_PROCESSORS, ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings
-from tests.conftest import RunCli
+from tests.conftest import ROOT, RunCli
 from tests.support import media
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
 from tests.support.plugins import install_plugin, registry_with_plugins
 
 
@@ -206,7 +213,8 @@ def test_declared_options_are_checked(tmp_path: Path, monkeypatch: pytest.Monkey
     registry = registry_with_plugins()
     assert [option.name for option in registry.options("tint")] == ["level", "channel", "enabled", "gain"]
     assert registry.options("invert") == () and registry.options("face_swapper") == ()
-    assert set(registry.option_table()) == {"face_swapper", "face_enhancer", "invert", "flaky", "tint"}
+    assert set(registry.option_table()) == {*BUILTIN_PROCESSORS, "invert", "flaky", "tint"}
+    assert [option.name for option in registry.options("frame_enhancer")] == ["model", "blend", "output_size"]
     with pytest.raises(PluginError, match="a str option needs its choices"):
         ProcessorOption("mode", str, "x")
     with pytest.raises(PluginError, match="default 300 is not a whole number from 0 to 255"):
@@ -217,3 +225,33 @@ def test_declared_options_are_checked(tmp_path: Path, monkeypatch: pytest.Monkey
         resolve_options("invert", (), {"x": 1})
     with pytest.raises(SettingsError, match="options given for processor 'nope', which is not installed"):
         check_option_values(registry.option_table(), {"nope": {}})
+
+
+def test_builtins_are_declared_as_entry_points_like_a_plugin() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        declared = tomllib.load(handle)["project"]["entry-points"][ENTRY_POINT_GROUP]
+    assert declared == dict(BUILTIN_PROCESSORS)
+
+
+def test_builtins_come_from_the_packages_own_entry_points(tmp_path: Path) -> None:
+    """The package's own entry points are 'built-in'; a built-in its metadata lacks (an older install)
+    comes from the fallback table; another distribution's are plugins."""
+    own = tmp_path / "facefusion_ui-0.1.0.dist-info"
+    own.mkdir()
+    (own / "METADATA").write_text("Metadata-Version: 2.1\nName: facefusion-ui\nVersion: 0.1.0\n")
+    (own / "entry_points.txt").write_text(
+        f"[{ENTRY_POINT_GROUP}]\nface_swapper = facefusion_ui.processors.face_swapper:FaceSwapper\n"
+        "frame_enhancer = facefusion_ui.processors.frame_enhancer:FrameEnhancer\n"
+    )
+    install_plugin(tmp_path)
+    points = [
+        point
+        for distribution in importlib.metadata.distributions(path=[str(tmp_path)])
+        for point in distribution.entry_points
+        if point.group == ENTRY_POINT_GROUP
+    ]
+    registry = ProcessorRegistry.discover(plugins=points)
+    origins = {entry.name: entry.origin for entry in registry.entries()}
+    assert {name: origins[name] for name in BUILTIN_PROCESSORS} == dict.fromkeys(BUILTIN_PROCESSORS, "built-in")
+    assert origins["invert"] == "plugin from ffui-test-plugin"
+    assert registry.names()[:2] == ("face_swapper", "frame_enhancer")  # the package's own first

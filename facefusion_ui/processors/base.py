@@ -11,7 +11,21 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.processors.options import OptionValue, ProcessorOption
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Frame
+from facefusion_ui.types import DistanceMetric, Embedding, Frame
+
+
+@dataclass(frozen=True)
+class FaceReport:
+    """Everything the analysis knew of a frame's faces, selected or not, for processors that explain it
+    (the face debugger): ``track_ids`` lines up with ``faces`` (None: no identity, or the cache is off)."""
+
+    faces: Sequence[Face]
+    selected: Sequence[Face]
+    track_ids: Sequence[int | None]
+    reference: Embedding | None
+    metric: DistanceMetric
+    threshold: float
+    mode: str
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,8 @@ class FrameContext:
     options: Mapping[str, OptionValue] = field(default_factory=dict)
     """The options of the processor being called: every one it declares (``ConfigurableProcessor``), as
     the job's settings give it or else its default."""
+    report: FaceReport | None = None
+    """Every face of the frame and why it was or was not selected (None: not known, e.g. a bare call)."""
 
 
 @runtime_checkable
@@ -51,7 +67,8 @@ class Processor(Protocol):
         ...
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
-        """Return the processed frame (a new array or ``frame`` itself), same shape and dtype."""
+        """Return the processed frame (a new array or ``frame`` itself), same shape and dtype (another
+        size only for a ``ResizingProcessor``, the one its ``output_size`` gives)."""
         ...
 
     def release(self) -> None:
@@ -75,6 +92,17 @@ class ConfigurableProcessor(Protocol):
     their values to ``process_frame``."""
 
     options: Sequence[ProcessorOption]
+
+
+@runtime_checkable
+class ResizingProcessor(Protocol):
+    """Optional beside ``Processor``: a processor whose frames come out at another size (an upscaler).
+    The pipeline then sends it every frame, scales the faces for the processors after it, and a video
+    is encoded at the size the chain gives."""
+
+    def output_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size of the frames it returns for frames of ``width`` x ``height``."""
+        ...
 
 
 ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]

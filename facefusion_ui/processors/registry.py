@@ -1,10 +1,12 @@
-"""The processor registry: built-ins plus plugins found through entry points.
+"""The processor registry: every processor is found through entry points, the built-ins included.
 
 A plugin package declares, in its pyproject.toml::
 
     [project.entry-points."facefusion_ui.processors"]
     my_filter = "my_package.module:MyFilter"
 
+facefusion-ui declares its own processors the same way (its pyproject.toml); they are 'built-in' because
+their entry points come from this package's distribution.
 where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``. A class
 that declares ``options`` (``processors.base.ConfigurableProcessor``) takes settings of its own.
 """
@@ -24,11 +26,17 @@ from facefusion_ui.processors.options import OptionValue, ProcessorOption, resol
 from facefusion_ui.state_manager import Settings
 
 ENTRY_POINT_GROUP = "facefusion_ui.processors"
+OWN_DISTRIBUTION = "facefusion-ui"
 BUILTIN_PROCESSORS: Mapping[str, str] = {
     "face_swapper": "facefusion_ui.processors.face_swapper:FaceSwapper",
     "face_enhancer": "facefusion_ui.processors.face_enhancer:FaceEnhancer",
+    "frame_enhancer": "facefusion_ui.processors.frame_enhancer:FrameEnhancer",
+    "lip_syncer": "facefusion_ui.processors.lip_syncer:LipSyncer",
+    "face_debugger": "facefusion_ui.processors.face_debugger:FaceDebugger",
 }
-"""name -> "module:attribute" of the built-in processors (filled as they land)."""
+"""The fallback for the built-ins' entry points (pyproject.toml declares the same): used only for a
+built-in whose entry point is missing, i.e. the package runs from a checkout that is not installed, or
+was installed before that processor existed."""
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +47,12 @@ class ProcessorEntry:
     target: str
     origin: str
     """'built-in', or 'plugin from DISTRIBUTION'."""
+
+
+def _distribution(point: EntryPoint) -> str:
+    if point.dist is None:
+        return "an unknown package"
+    return point.dist.name.lower().replace("_", "-")
 
 
 def _load_target(target: str) -> object:
@@ -65,11 +79,19 @@ class ProcessorRegistry:
     def discover(
         cls, builtins: Mapping[str, str] = BUILTIN_PROCESSORS, plugins: Iterable[EntryPoint] | None = None
     ) -> ProcessorRegistry:
-        found = plugins if plugins is not None else entry_points(group=ENTRY_POINT_GROUP)
-        entries = [ProcessorEntry(name, target, "built-in") for name, target in builtins.items()]
+        """Every processor of the entry-point group (``plugins`` instead when given): this package's own
+        first, as 'built-in', then the fallback table's built-ins its metadata lacks, then the others."""
+        found = list(plugins if plugins is not None else entry_points(group=ENTRY_POINT_GROUP))
+        own = [point for point in found if _distribution(point) == OWN_DISTRIBUTION]
+        entries = [ProcessorEntry(point.name, point.value, "built-in") for point in own]
+        declared = {point.name for point in own}
+        entries += [
+            ProcessorEntry(name, target, "built-in") for name, target in builtins.items() if name not in declared
+        ]
         for point in found:
-            distribution = point.dist.name if point.dist is not None else "an unknown package"
-            entries.append(ProcessorEntry(point.name, point.value, f"plugin from {distribution}"))
+            distribution = _distribution(point)
+            if distribution != OWN_DISTRIBUTION:
+                entries.append(ProcessorEntry(point.name, point.value, f"plugin from {distribution}"))
         return cls(entries)
 
     def names(self) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from facefusion_ui.models import download_command, model_state
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
 from facefusion_ui.state_manager import Settings, merge_options
-from facefusion_ui.types import FaceSelectorMode, Frame, choices
+from facefusion_ui.types import FaceSelectorMode, Frame, FrameEnhancerModel, LipSyncerModel, choices
 from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors, progress_line
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
@@ -34,7 +34,13 @@ from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.stream import read_frame
 
 SWAPPER_MODELS = ("mesh_warp", "inswapper_128", "inswapper_128_fp16")
-PROCESSOR_MODELS = {"face_enhancer": "gfpgan_1.4"}
+PROCESSOR_MODELS = {"face_enhancer": "gfpgan_1.4", "frame_enhancer": "real_esrgan_x2", "lip_syncer": "wav2lip_gan_96"}
+"""Processors offered once one of their models is installed (the model named here is the one suggested)."""
+PROCESSOR_MODEL_CHOICES = {
+    "face_enhancer": ("gfpgan_1.4",),
+    "frame_enhancer": choices(FrameEnhancerModel),
+    "lip_syncer": choices(LipSyncerModel),
+}
 
 
 def installed(services: UiServices, name: str) -> bool:
@@ -98,6 +104,8 @@ class SingleTab:
     download: Any
     job_id: Any
     timer: Any
+    audio: Any
+    """The lip syncer's audio upload: the last input of Preview and Start, after the option controls."""
     option_controls: list[Any]
     """One control per option of the offered processors, in ``option_fields`` order."""
 
@@ -107,7 +115,8 @@ def processor_choices(services: UiServices) -> list[str]:
     return [
         name
         for name in services.registry.names()
-        if name not in PROCESSOR_MODELS or installed(services, PROCESSOR_MODELS[name])
+        if name not in PROCESSOR_MODEL_CHOICES
+        or any(installed(services, model) for model in PROCESSOR_MODEL_CHOICES[name])
     ]
 
 
@@ -174,7 +183,15 @@ def render_target_column() -> dict[str, Any]:
         label="Faces in that frame: click one to use it as the reference", columns=6, height=160, elem_id="single-faces"
     )
     position = gr.Number(value=0, precision=0, label="Reference face (position, largest first)")
-    return {"sources": sources, "target": target, "frame_number": frame_number, "faces": faces, "position": position}
+    audio = gr.File(label="Source audio (lip syncer)", file_types=["audio", "video"], elem_id="single-audio")
+    return {
+        "sources": sources,
+        "target": target,
+        "frame_number": frame_number,
+        "faces": faces,
+        "position": position,
+        "audio": audio,
+    }
 
 
 def render_run_column(services: UiServices) -> dict[str, Any]:
@@ -235,6 +252,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         tab.mode,
         tab.position,
         *tab.option_controls,
+        tab.audio,
     ]
     tab.preview_button.click(functools.partial(run_preview, services), inputs, tab.preview)
     tab.start.click(functools.partial(run_start, services), inputs, [tab.job_id, tab.status, tab.timer])
@@ -286,8 +304,14 @@ def job_settings(
     frame: float,
     values: Sequence[Any] = (),
 ) -> Settings:
-    """The saved settings with this tab's choices (processor options: the controls' ``values``)."""
+    """The saved settings with this tab's choices (processor options: the controls' ``values``, then the
+    source audio upload when the page sends it)."""
     settings = services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked), int(frame)))
+    values = list(values)
+    if len(values) == len(option_fields(services)) + 1:
+        audio = file_path(values.pop())
+        if audio is not None:
+            settings = settings.with_items(source_audio=str(audio))
     edits = option_values(services, chosen, values)
     return settings.with_items(processor_options=merge_options(settings.processor_options, edits))
 

@@ -183,11 +183,13 @@ def assemble_args(
     duration: float,
     comment: str,
     output: Path,
+    audio_filter: str = "",
 ) -> list[str]:
     """Concatenate the segments (stream copy) and mux the source's audio once over the trimmed range;
-    ``audio``: the codec arguments (``audio_codec_args``), None when the source has no audio."""
+    ``audio``: the codec arguments (``audio_codec_args``), None when the source has no audio;
+    ``audio_filter``: applied to the audio (it needs re-encoding codec arguments)."""
     audio_input = [*seek_args(audio_start), "-t", f"{duration:.6f}", "-i", str(source)] if audio is not None else []
-    audio_map = ["-map", "1:a:0", *audio] if audio is not None else []
+    audio_map = ["-map", "1:a:0", *audio, *(["-af", audio_filter] if audio_filter else [])] if audio is not None else []
     return [
         ffmpeg,
         *QUIET,

@@ -110,6 +110,8 @@ class ChunkTask:
     stages: FrameStages
     frame_done: FrameDone
     cancel: threading.Event | None = None
+    output_size: tuple[int, int] | None = None
+    """The size of the frames the stages return when it is not the video's (an upscaler)."""
 
     def timestamp(self, index: int) -> float:
         return float(self.info.frame_times[index])
@@ -127,10 +129,11 @@ def run_chunk(task: ChunkTask) -> ChunkRun:
 
 def _encoder(task: ChunkTask, frames: FrameFormat) -> list[str]:
     settings = task.settings
+    width, height = task.output_size or (frames.width, frames.height)
     return encode_args(
         task.ffmpeg,
-        frames.width,
-        frames.height,
+        width,
+        height,
         task.info.fps,
         settings.output_video_encoder,
         settings.output_video_quality,
@@ -144,10 +147,15 @@ def _decoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, start: int, coun
     return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, frames.decode_filter)
 
 
-def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> None:
-    """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result."""
+def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> YuvFrame:
+    """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result;
+    the frame to write: ``image``, or a new one when the processors changed the size (an upscaler)."""
     before = image.bgr()
-    image.store(stages.apply(before.copy(), analysis, index, timestamp), before)
+    result = stages.apply(before.copy(), analysis, index, timestamp)
+    if result.shape != before.shape:
+        return YuvFrame.from_bgr(np.ascontiguousarray(result), image.matrix)
+    image.store(result, before)
+    return image
 
 
 WorkerItem = tuple[int, YuvFrame | None, Any]
@@ -285,8 +293,8 @@ class StreamedChunk:
             if image is None:
                 self.analysed.put(NO_MORE_WORK, self.stop)  # let the other workers see the end too
                 return
-            apply_to(self.task.stages, image, analysis, index, self.task.timestamp(index))
-            self.outputs.put((index, image, True), self.stop)
+            done = apply_to(self.task.stages, image, analysis, index, self.task.timestamp(index))
+            self.outputs.put((index, done, True), self.stop)
 
     def write(self) -> None:
         """The writer thread: frames put back in order and encoded; each written frame frees a slot."""

@@ -255,3 +255,54 @@ def build_mean_probe(path: Path, input_shape: list[int]) -> Path:
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3])],
     )
     return _save(graph, path)
+
+
+def build_upscaler(path: Path, scale: int) -> Path:
+    copies = scale * scale
+    weights = np.zeros((3 * copies, 3, 3, 3), dtype=np.float32)
+    for copy in range(copies):  # DepthToSpace (DCR) reads channel (copy * 3 + colour) into block position copy
+        for colour in range(3):
+            weights[copy * 3 + colour, colour] = (0.9 + 0.1 * copy / max(copies - 1, 1)) / 9.0
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["input", "weights"], ["features"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("DepthToSpace", ["features"], ["output"], blocksize=scale, mode="DCR"),
+        ],
+        "upscaler_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, "height", "width"])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, "out_height", "out_width"])],
+        initializer=[_const("weights", weights)],
+    )
+    return _save(graph, path)
+
+
+def build_wav2lip(path: Path) -> Path:
+    """output = clip(0.5 * target[:, 3:6] + (mean(source) + 4) / 16, 0, 1)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Slice", ["target", "starts", "ends", "axes"], ["face"]),
+            helper.make_node("Mul", ["face", "half"], ["dimmed"]),
+            helper.make_node("ReduceMean", ["source"], ["level"], axes=[1, 2, 3], keepdims=1),
+            helper.make_node("Add", ["level", "four"], ["shifted"]),
+            helper.make_node("Div", ["shifted", "sixteen"], ["grey"]),
+            helper.make_node("Add", ["dimmed", "grey"], ["raw"]),
+            helper.make_node("Clip", ["raw", "low", "high"], ["output"]),
+        ],
+        "wav2lip_like",
+        [
+            helper.make_tensor_value_info("source", TensorProto.FLOAT, [1, 1, 80, 16]),
+            helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 6, 96, 96]),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 96, 96])],
+        initializer=[
+            _const("starts", np.array([3], np.int64)),
+            _const("ends", np.array([6], np.int64)),
+            _const("axes", np.array([1], np.int64)),
+            _const("half", np.array(0.5, np.float32)),
+            _const("four", np.array(4.0, np.float32)),
+            _const("sixteen", np.array(16.0, np.float32)),
+            _const("low", np.array(0.0, np.float32)),
+            _const("high", np.array(1.0, np.float32)),
+        ],
+    )
+    return _save(graph, path)

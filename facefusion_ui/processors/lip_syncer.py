@@ -1,0 +1,144 @@
+"""The lip syncer: wav2lip (96 px) moves each selected face's mouth to ``--source-audio``.
+
+wav2lip's contract: ``source`` 1x1x80x16 (the mel window of the frame's time, ``mel.py``) and ``target``
+1x6x96x96 (BGR in [0, 1]: the face with its lower half blanked, then the face whole) -> 1x3x96x96 BGR
+in [0, 1]. The face is FFHQ-aligned at 512 px, its landmark box is resized to 96 px for the model, the
+result goes back into the crop and only the lower face (``mouth_mask``) is pasted into the frame.
+
+Audio shorter than the video: the frames after its end see silence (the mouth closes) and the output's
+audio is padded with silence; longer: it stops at the video's end.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.alignment import paste_back, warp_face
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.mel import MelWindows
+from facefusion_ui.processors.mouth_mask import mouth_mask
+from facefusion_ui.processors.options import ProcessorOption, resolve_options
+from facefusion_ui.processors.source_audio import DecodedAudio
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, LipSyncerModel, Matrix, Points, choices
+
+CROP = 512
+MODEL_SIZE = 96
+TEMPLATE_FACE_BOX = (0.2, 0.25, 0.8, 0.93)
+"""Without 68 landmarks: the face's box in the FFHQ-aligned crop (x1, y1, x2, y2 in crop sizes)."""
+
+
+def face_box(landmarks: Points | None) -> tuple[float, float, float, float]:
+    """The box wav2lip sees, in the aligned crop: around the 68 landmarks, or the template's face."""
+    if landmarks is None:
+        x1, y1, x2, y2 = TEMPLATE_FACE_BOX
+        return x1 * CROP, y1 * CROP, x2 * CROP, y2 * CROP
+    low, high = landmarks.min(axis=0), landmarks.max(axis=0)
+    return float(low[0]), float(low[1]), float(high[0]), float(high[1])
+
+
+def box_matrix(box: tuple[float, float, float, float]) -> Matrix:
+    """The affine map from the crop onto the model's 96 px square."""
+    x1, y1, x2, y2 = box
+    sx, sy = MODEL_SIZE / max(x2 - x1, 1.0), MODEL_SIZE / max(y2 - y1, 1.0)
+    return np.array([[sx, 0, -x1 * sx], [0, sy, -y1 * sy]], dtype=np.float64)
+
+
+def model_input(face: Frame) -> np.ndarray:
+    """wav2lip's 1x6x96x96 target: the face with its lower half blanked, then the face whole."""
+    blanked = face.copy()
+    blanked[MODEL_SIZE // 2 :] = 0
+    stacked = np.concatenate([blanked, face], axis=2).transpose(2, 0, 1)[None]
+    blob: np.ndarray = (stacked / 255.0).astype(np.float32)
+    return blob
+
+
+class LipSyncer:
+    name = "lip_syncer"
+    options = (ProcessorOption("model", str, "wav2lip_gan_96", help="lip sync model", choices=choices(LipSyncerModel)),)
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        values = resolve_options(self.name, self.options, settings.processor_options.get(self.name, {}))
+        self.model = str(values["model"])
+        self.faces_lip_synced = 0
+        self._audio: DecodedAudio | None = None
+        self._mel: MelWindows | None = None
+        self._lock = threading.Lock()
+
+    def required_models(self) -> tuple[str, ...]:
+        return (self.model,)
+
+    def pre_check(self) -> list[str]:
+        problems = missing_models(self.runtime, self.required_models())
+        if self.settings.source_audio is None:
+            raise InputError("the lip syncer needs the audio to follow: give --source-audio FILE")
+        self.mel_windows()  # reads the audio now: a file without audio fails before any frame
+        return problems
+
+    def mel_windows(self) -> MelWindows:
+        with self._lock:
+            if self._mel is None:
+                assert self.settings.source_audio is not None
+                self._audio = DecodedAudio(Path(self.settings.source_audio))
+                self._mel = MelWindows(self._audio.samples)
+            return self._mel
+
+    def release(self) -> None:
+        self.runtime.sessions.release(self.model)
+        with self._lock:
+            if self._audio is not None:
+                self._audio.close()
+            self._audio, self._mel = None, None
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"faces_lip_synced": self.faces_lip_synced}
+
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        return bool(faces)
+
+    def run_model(self, mel: np.ndarray, face: Frame) -> Frame:
+        _, session = self.runtime.onnx_session(self.model)
+        inputs = {item.name: item for item in session.get_inputs()}
+        audio = mel.astype(np.float32)[None, None]
+        feeds = {"source": audio, "target": model_input(face)} if "source" in inputs else None
+        if feeds is None:  # an export with other names: the 4-D mel input is the one with one channel
+            names = sorted(inputs, key=lambda name: inputs[name].shape[1] != 1)
+            feeds = {names[0]: audio, names[1]: model_input(face)}
+        output = np.asarray(session.run(None, feeds)[0], dtype=np.float32)[0]
+        face_out: Frame = np.clip(output.transpose(1, 2, 0) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        return face_out
+
+    def sync_face(self, frame: Frame, face: Face, mel: np.ndarray) -> Frame:
+        crop, matrix = warp_face(frame, face.kps, "ffhq_512", CROP)
+        landmarks = None
+        if face.landmarks_68 is not None:
+            landmarks = cv2.transform(np.asarray(face.landmarks_68, np.float32)[None], matrix)[0]
+        to_model = box_matrix(face_box(landmarks))
+        small = cv2.warpAffine(crop, to_model, (MODEL_SIZE, MODEL_SIZE), flags=cv2.INTER_AREA)
+        synced = self.run_model(mel, np.asarray(small, dtype=np.uint8))
+        back = cv2.warpAffine(
+            synced, cv2.invertAffineTransform(to_model), (CROP, CROP), borderMode=cv2.BORDER_REPLICATE
+        )
+        mask = mouth_mask(CROP, landmarks, self.settings.face_mask_blur)
+        return paste_back(frame, np.asarray(back, dtype=np.uint8), matrix, mask)
+
+    def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
+        if not context.faces:
+            return frame
+        mel = self.mel_windows().at(context.timestamp)
+        for face in context.faces:
+            frame = self.sync_face(frame, face, mel)
+            with self._lock:
+                self.faces_lip_synced += 1
+        return frame
