@@ -275,10 +275,12 @@ with other parameter sets can follow and precede it (VP9 carries everything in i
 def copy_piece_args(
     ffmpeg: str, source: Path, codec: str, start_time: float, start_pts: int, packets: int, timescale: int, output: Path
 ) -> list[str]:
-    """``packets`` packets of the source's video from the keyframe shown at ``start_time`` (seconds, a little
-    after its exact time so rounding never seeks to the keyframe before), copied as they are: original
-    timestamps (``-copyts``) moved back by the keyframe's own ``start_pts``, so the piece starts at 0."""
-    filters = [IN_BAND_PARAMETERS[codec]] if codec in IN_BAND_PARAMETERS else []
+    """``packets`` packets of the source's video from the keyframe shown at ``start_time``, copied as they
+    are. The seek may land on an earlier keyframe (some demuxers seek a little before the time asked), so
+    the packets shown before the keyframe's own ``start_pts`` are dropped: at a clean cut those are exactly
+    the packets before it. Original timestamps (``-copyts``) move back by ``start_pts``: the piece starts at 0."""
+    filters = [f"noise=drop=lt(pts\\,{start_pts})"]
+    filters += [IN_BAND_PARAMETERS[codec]] if codec in IN_BAND_PARAMETERS else []
     filters.append(f"setts=pts=PTS-{start_pts}:dts=DTS-{start_pts}")
     return [
         ffmpeg,

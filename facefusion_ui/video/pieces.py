@@ -32,7 +32,7 @@ from facefusion_ui.video.commands import (
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, run_tool, stderr_tail
 from facefusion_ui.video.gops import Gop, parse_packets
 from facefusion_ui.video.probe import VideoInfo
-from facefusion_ui.video.reader import start_process, stop_process
+from facefusion_ui.video.reader import StderrTail, read_exactly, start_process, stop_process
 from facefusion_ui.video.splice import CopySource
 from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video.yuv import frame_bytes
@@ -147,17 +147,20 @@ class PieceSink:
         if count <= 0:
             return
         command = decode_args(self.ffmpeg, Path(self.info.path), self.info.seek_time(start), count, "")
-        process = start_process(command)
+        process = start_process(command, stdout=True)
+        tail = StderrTail(process.stderr)
         size = frame_bytes(self.info.width, self.info.height)
-        assert process.stdout is not None
         try:
             for _ in range(count):
-                data = process.stdout.read(size)
-                if len(data) != size:
-                    raise FfmpegError(f"decoding frames {start}-{start + count - 1} again ended early")
-                yield np.frombuffer(data, np.uint8)
+                data = read_exactly(process.stdout, size)
+                if data is None:
+                    process.wait()
+                    tail.join()
+                    raise FfmpegError(f"decoding frames {start}-{start + count - 1} again ended early: {tail.text()}")
+                yield data
         finally:
             stop_process(process)
+            tail.join()
 
     def close(self) -> CopyCounts:
         """Finish the last piece, copy the untouched ones, join them into the segment and check it."""
