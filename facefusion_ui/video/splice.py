@@ -18,6 +18,7 @@ from pathlib import Path
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.commands import (
     RAW_PIXELS,
+    crf_for,
     encoders_args,
     packets_args,
     preset_args,
@@ -153,6 +154,8 @@ def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | No
             f"--output-video-encoder {settings.output_video_encoder} makes {chosen}, the source is {codec} "
             f"(choose {SPLICE_ENCODERS[codec]} to copy)"
         )
+    if codec == "h264" and crf_for(settings.output_video_quality) == 0:
+        return "quality 100 is lossless H.264 (High 4:4:4), which cannot splice into the source's profile"
     if output.suffix.lower() not in CONTAINERS[codec]:
         return f"a {output.suffix or 'suffix-less'} output cannot hold {codec}"
     if info.vfr:
