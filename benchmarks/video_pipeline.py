@@ -14,7 +14,13 @@ Each contender runs ``--repeat`` times, interleaved, and its shortest time count
 wander by 10-20 % from run to run; the shortest is the one least disturbed). CPU seconds (all processes,
 user + system) are printed too: on 2 busy cores they follow the wall time and wander less.
 
-Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3]``. Prints wall times and ratios.
+Copying untouched GOPs (``--video-copy-unchanged``) is measured on three 720p clips stored as a camera or
+an editor stores them (x264 ``veryfast``, GOPs of 2 s): no face, a face in view a fifth of the time (the
+middle fifth), a face all the time; each against the plain transcode of the same clip and against our
+pipeline with copying off. The frames outside the re-encoded GOPs are checked bit-exact (per-frame md5).
+
+Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3] [--copy-only]``. Prints
+wall times and ratios.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from facefusion_ui.process_environment import configure_process
 configure_process()
 
 import cv2
+import numpy as np
 
 from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -189,16 +196,89 @@ def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[s
     return {name: (min(wall for wall, _ in runs), min(cpu for _, cpu in runs)) for name, runs in times.items()}
 
 
+def camera_clip(work: Path, name: str, maker: videos.FrameMaker, frames: int, fps: int) -> Path:
+    """A clip stored as a camera or an editor stores it: x264 ``veryfast``, GOPs of 2 s, with audio."""
+    raw = videos.write_video(work / f"{name}.raw.mp4", maker, frames, fps=Fraction(fps), audio=True)
+    clip = work / f"{name}.mp4"
+    gop = ["-g", str(2 * fps), "-keyint_min", str(2 * fps), "-sc_threshold", "0"]
+    encode = [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(raw), "-c:v", "libx264", "-preset", "veryfast"]
+    subprocess.run([*encode, *gop, "-c:a", "copy", "-y", str(clip)], check=True)
+    raw.unlink()
+    return clip
+
+
+def frame_md5s(path: Path) -> list[str]:
+    listed = subprocess.run(
+        [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(path), "-map", "0:v:0", "-f", "framemd5", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line.split(",")[-1].strip() for line in listed.splitlines() if line and not line.startswith("#")]
+
+
+def copy_figures(work: Path, face: Path, seconds: int, fps: int, repeat: int) -> None:
+    frames = seconds * fps
+    scenery, head = videos.panning_scene(1280, 720, frames), videos.talking_head(1280, 720, frames)
+
+    def fifth(index: int) -> np.ndarray:
+        return head(index) if 2 * frames // 5 <= index < 3 * frames // 5 else scenery(index)
+
+    clips = {"no face": scenery, "face a fifth of the time": fifth, "face all the time": head}
+    state = StateManager()
+    state.apply_preset("balanced")
+    state.update({"face_detector_model": "mediapipe_blazeface", "output_video_quality": SAME_AS_X264_DEFAULT})
+    settings = state.snapshot()
+    runtime = ModelRuntime.create(settings)
+    ffmpeg = resolve_ffmpeg().path
+    print(f"\ncopying untouched GOPs: 1280x720, {frames} frames, GOPs of 2 s, blazeface, shortest of {repeat}")
+    for name, maker in clips.items():
+        clip = camera_clip(work, name.replace(" ", "_"), maker, frames, fps)
+        stats: dict[str, dict[str, object]] = {}
+
+        def plain(clip: Path = clip) -> None:
+            command = [ffmpeg, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264", "-preset", "veryfast"]
+            subprocess.run([*command, "-y", str(work / "plain.mp4")], check=True)
+
+        def ours(mode: str, clip: Path = clip, stats: dict[str, dict[str, object]] = stats) -> None:
+            shutil.rmtree(work / "copy_work", ignore_errors=True)
+            job = SwapJob.of(settings.with_items(video_copy_unchanged=mode), [face], clip, work / f"copy_{mode}.mp4")
+            stats[mode] = process(job, RunContext(runtime=runtime, work_dir=work / "copy_work")).stats
+
+        contenders: dict[str, Callable[[], None]] = {
+            "(a) ffmpeg transcode": plain,
+            "ours, copy auto": lambda: ours("auto"),
+            "ours, copy off": lambda: ours("off"),
+        }
+        times: dict[str, list[float]] = {key: [] for key in contenders}
+        for _ in range(repeat):
+            for key, action in contenders.items():
+                times[key].append(timed(action)[0])
+        base = min(times["(a) ffmpeg transcode"])
+        copy = stats["auto"]["copy"]
+        assert isinstance(copy, dict)
+        want, got = frame_md5s(clip), frame_md5s(work / "copy_auto.mp4")
+        same = sum(a == b for a, b in zip(want, got, strict=True))
+        print(f"  {name}: copy {copy}, frames equal to the source's: {same} of {len(want)}")
+        for key, runs in times.items():
+            print(f"    {key:24s} {min(runs):6.1f} s {min(runs) / base:5.2f} x (a)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--copy-only", action="store_true", help="only the figures of copying untouched GOPs")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ffui-bench-"))
     fps = 30
     frames = args.seconds * fps
     face = work / "face.png"
     cv2.imwrite(str(face), media.astronaut())
+    if args.copy_only:
+        copy_figures(work, face, args.seconds, fps, args.repeat)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     scenes = {
         "flat": videos.blank(1280, 720),
         "scenery": videos.panning_scene(1280, 720, frames),
@@ -220,6 +300,7 @@ def main() -> None:
         f"\nframes in memory: at most 3 x queue + threads + largest detection group + 1 = {held} "
         f"(one 720p frame = {1280 * 720 * 1.5 / 2**20:.1f} MiB as YUV 4:2:0)"
     )
+    copy_figures(work, face, args.seconds, fps, args.repeat)
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -38,6 +38,7 @@ from facefusion_ui.types import (
     ReferenceFaceFrom,
     ReleasePolicy,
     TempFrameFormat,
+    VideoCopyMode,
     VideoEncoder,
     VideoPreset,
     choices,
@@ -353,6 +354,12 @@ class Settings:
     video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")
     video_temp_frame_format: TempFrameFormat | None = _setting(
         None, one_of(choices(TempFrameFormat), optional=True), "write frames to disk (none: stream)"
+    )
+    video_copy_unchanged: VideoCopyMode = _setting(
+        "auto",
+        one_of(choices(VideoCopyMode)),
+        "copy the GOPs no processor changes from the source instead of re-encoding them "
+        "(auto: re-encode where that cannot be done; on: fail instead)",
     )
     keep_temp: bool = _setting(False, flag, "keep the work directory after success")
     fp16: Fp16Mode = _setting("auto", one_of(choices(Fp16Mode)), "half-precision models")

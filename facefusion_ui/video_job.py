@@ -45,7 +45,10 @@ from facefusion_ui.video.chunks import (
 )
 from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
+from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
+from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video
+from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
 from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
 from facefusion_ui.video.yuv import even_size
 
@@ -64,6 +67,7 @@ COUNTED = (
 ALWAYS_COUNTED = ("faces_detected", "faces_selected", "faces_swapped")
 """Reported for every job; the other counts only when a processor that makes them ran."""
 Resize = Callable[[int, int], tuple[int, int]]
+COPY_COUNTED = ("gops_copied", "gops_encoded", "frames_copied")
 
 
 def default_work_dir(target: Path, output: Path) -> Path:
@@ -122,9 +126,12 @@ class VideoPlan:
     chunks: list[Chunk]
     output_size: tuple[int, int] | None = None
     """The encoded frames' size when the processors change it (an upscaler); None: the video's."""
+    copy: CopySource | None = None
+    """Where the untouched GOPs are copied from; None when every frame is encoded (``copy_reason`` says why)."""
+    copy_reason: str | None = None
 
     @classmethod
-    def make(cls, settings: Settings, target: Path) -> VideoPlan:
+    def make(cls, settings: Settings, target: Path, output: Path, ffmpeg: str) -> VideoPlan:
         info = probe_video(target)
         first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
         if last <= first:
@@ -132,23 +139,61 @@ class VideoPlan:
                 f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
                 f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
             )
-        return cls.of(settings, info, first, last)
+        return cls.of(settings, info, (first, last), output, ffmpeg)
 
     @classmethod
-    def of(cls, settings: Settings, info: VideoInfo, first: int, last: int, resize: Resize | None = None) -> VideoPlan:
+    def of(
+        cls,
+        settings: Settings,
+        info: VideoInfo,
+        frames: tuple[int, int],
+        output: Path,
+        ffmpeg: str,
+        resize: Resize | None = None,
+    ) -> VideoPlan:
+        """The plan for the frames ``[first, last)``; ``resize``: the encoded size the processors make."""
+        first, last = frames
         size = even_size(info.width, info.height)
-        output = resize(*size) if resize is not None else size
-        budget = budget_for(settings, info, output[0] * output[1] / (size[0] * size[1]))
+        encoded = resize(*size) if resize is not None else size
+        budget = budget_for(settings, info, encoded[0] * encoded[1] / (size[0] * size[1]))
         settings = settings.with_items(frame_queue_size=budget.queue_size)
-        frames = chunk_length(budget.chunk_seconds, float(info.fps), largest_group(settings.face_detector_interval))
-        resized = output if output != size else None
-        return cls(info, first, last, budget, settings, frames, plan_chunks(first, last, frames), resized)
+        length = chunk_length(budget.chunk_seconds, float(info.fps), largest_group(settings.face_detector_interval))
+        if encoded != size:  # the processors change the frame size: no GOP of the source fits the output
+            reason = "the processors change the frame size"
+            if settings.video_copy_unchanged == "on":
+                raise InputError(
+                    f"cannot copy the untouched stretches of {info.path}: {reason} (--video-copy-unchanged on)"
+                )
+            return cls(
+                info, first, last, budget, settings, length, plan_chunks(first, last, length), encoded, None, reason
+            )
+        copy, reason = copy_source_for(settings, info, output, ffmpeg)
+        chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
+        return cls(info, first, last, budget, settings, length, chunks, None, copy, None if copy else reason)
 
-    def resized(self, settings: Settings, resize: Resize) -> VideoPlan:
+    def resized(self, settings: Settings, resize: Resize, output: Path, ffmpeg: str) -> VideoPlan:
         """The plan for processors that may change the frame's size (``settings``: the job's): itself when
-        they do not, else one whose budget counts the larger frames."""
+        they do not, else one whose budget counts the larger frames (and that copies nothing)."""
         size = even_size(self.info.width, self.info.height)
-        return self if resize(*size) == size else VideoPlan.of(settings, self.info, self.first, self.last, resize)
+        if resize(*size) == size:
+            return self
+        return VideoPlan.of(settings, self.info, (self.first, self.last), output, ffmpeg, resize)
+
+
+def copy_source_for(settings: Settings, info: VideoInfo, output: Path, ffmpeg: str) -> tuple[CopySource | None, str]:
+    """The source to copy untouched GOPs from, or None and why every frame is encoded instead; with
+    ``--video-copy-unchanged on`` a reason is an InputError."""
+    mode = settings.video_copy_unchanged
+    if mode == "off":
+        return None, "--video-copy-unchanged off"
+    reason = static_reason(settings, info, output)
+    found = probe_copy_source(ffmpeg, info) if reason is None else reason
+    if isinstance(found, CopySource):
+        return found, ""
+    if mode == "on":
+        raise InputError(f"cannot copy the untouched stretches of {info.path}: {found} (--video-copy-unchanged on)")
+    logger.info("every frame is re-encoded: %s", found)
+    return None, found
 
 
 class VideoRun:
@@ -159,10 +204,10 @@ class VideoRun:
         self.context = context
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
-        self.plan = VideoPlan.make(job.settings, job.target)
+        self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry)
-        self.plan = self.plan.resized(job.settings, self.pipeline.output_size)
+        self.plan = self.plan.resized(job.settings, self.pipeline.output_size, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
         key = fingerprint(self.settings, self.pipeline.sources.key, job.target, self.plan.chunks)
@@ -173,14 +218,16 @@ class VideoRun:
         self.recoveries: list[str] = []
         self.reused = 0
         self.counts: Counter[str] = Counter()
+        self.chunk_fallbacks: list[str] = []
 
     def run(self) -> ProcessResult:
         started = time.perf_counter()
         self._set_reference()
         self._run_chunks()
-        assemble(
-            self.ffmpeg, self.manifest, self.plan.info, self.plan.first, self.plan.last, self.settings, self.job.output
-        )
+        plan = self.plan
+        timescale = plan.copy.params.timescale if plan.copy else None
+        output = self.job.output
+        assemble(self.ffmpeg, self.manifest, plan.info, plan.first, plan.last, self.settings, output, timescale)
         if not self.settings.keep_temp:
             remove_work_dir(self.work_dir)
         if self.settings.release_models in ("after_job", "after_chunk"):
@@ -213,8 +260,9 @@ class VideoRun:
             done.subtract(before)
             os.replace(self.work_dir / f"part_{chunk.segment_name}", self.work_dir / chunk.segment_name)
             state = self.pipeline.video_state().to_json()
-            self.manifest.record(chunk, run.frames, run.seconds, state, counts=dict(+done))
+            self.manifest.record(chunk, run.frames, run.seconds, state, counts={**dict(+done), **run.copy})
             self.counts.update(+done)
+            self.counts.update(run.copy)
             carried = True
             self.chunk_runs.append(run)
             if self.settings.release_models == "after_chunk":
@@ -222,7 +270,30 @@ class VideoRun:
             gc.collect()
             return_free_memory()
 
+    def _chunk_copy(self, chunk: Chunk, encode_all: bool = False) -> ChunkCopy | None:
+        copy = self.plan.copy
+        if copy is None:
+            return None
+        gops = gops_in(copy.cuts, chunk.start, chunk.end, self.plan.info.frame_count)
+        return ChunkCopy(copy, gops, encode_all)
+
     def _run_chunk_recovering(self, chunk: Chunk) -> ChunkRun:
+        """``_run_chunk_attempts``; a chunk whose joined pieces fail their check is encoded whole (still
+        splicing into its neighbours), or fails the job with ``--video-copy-unchanged on``."""
+        state = self.pipeline.video_state()
+        try:
+            return self._run_chunk_attempts(chunk, self._chunk_copy(chunk))
+        except SpliceFailed as error:
+            if self.settings.video_copy_unchanged == "on":
+                raise
+            note = f"{error}: chunk {chunk.index + 1} is encoded whole"
+            logger.warning(note)
+            self.chunk_fallbacks.append(note)
+            self.tracker.rewind(chunk.frames)
+            self.pipeline.restore_video_state(state)
+            return self._run_chunk_attempts(chunk, self._chunk_copy(chunk, encode_all=True))
+
+    def _run_chunk_attempts(self, chunk: Chunk, copy: ChunkCopy | None) -> ChunkRun:
         """Run a chunk; on out-of-memory free everything, lighten, retry; the second retry on a GPU runs
         the chunk on the CPU; a third failure fails the job with the preset to use."""
         partial = self.work_dir / f"part_{chunk.segment_name}"
@@ -245,6 +316,7 @@ class VideoRun:
                         self.tracker.advance,
                         self.context.cancel,
                         output_size=self.plan.output_size,
+                        copy=copy,
                     )
                     return run_chunk(task)
                 except BaseException as error:
@@ -287,6 +359,11 @@ class VideoRun:
         self.recoveries.append(note)
         return next_settings, set_aside
 
+    def _copy_stats(self) -> dict[str, Any]:
+        counts = {key: self.counts[key] for key in COPY_COUNTED}
+        reason = self.plan.copy_reason or ("; ".join(self.chunk_fallbacks) if self.chunk_fallbacks else None)
+        return {**counts, "fallback_reason": reason}
+
     def _stats(self, elapsed: float) -> dict[str, Any]:
         plan = self.plan
         processed_frames = sum(run.frames for run in self.chunk_runs)
@@ -305,6 +382,7 @@ class VideoRun:
             "settings_effective": effective_values(self.settings, self.runtime),
             "execution_providers": self.runtime.providers_used(),
             "recoveries": self.recoveries,
+            "copy": self._copy_stats(),
             "manifest_reused": self.reused > 0,
             "peak_rss_mb": round(peak_rss_mb(), 1),
             "queues": self.chunk_runs[-1].queues if self.chunk_runs else {},
@@ -313,7 +391,14 @@ class VideoRun:
 
 
 def assemble(
-    ffmpeg: str, manifest: Manifest, info: VideoInfo, first: int, last: int, settings: Settings, output: Path
+    ffmpeg: str,
+    manifest: Manifest,
+    info: VideoInfo,
+    first: int,
+    last: int,
+    settings: Settings,
+    output: Path,
+    timescale: int | None = None,
 ) -> None:
     """Concatenate the segments and mux the source audio once over the trimmed range, atomically. A new
     audio track (the lip syncer's) replaces it: re-encoded, padded with silence or cut at the video's end."""
@@ -339,6 +424,7 @@ def assemble(
         output_comment(settings),
         temporary,
         audio_filter,
+        timescale,
     )
     try:
         completed = run_tool(command)

@@ -144,6 +144,9 @@ def encode_args(
     ]
 
 
+MP4_FAMILY = (".mp4", ".m4v", ".mov")
+
+
 def concat_list(segments: list[Path]) -> str:
     """The concat demuxer's list file: one ``file '...'`` line per segment, quotes escaped."""
     lines = []
@@ -184,10 +187,12 @@ def assemble_args(
     comment: str,
     output: Path,
     audio_filter: str = "",
+    timescale: int | None = None,
 ) -> list[str]:
     """Concatenate the segments (stream copy) and mux the source's audio once over the trimmed range;
     ``audio``: the codec arguments (``audio_codec_args``), None when the source has no audio;
-    ``audio_filter``: applied to the audio (it needs re-encoding codec arguments)."""
+    ``audio_filter``: applied to the audio (it needs re-encoding codec arguments);
+    ``timescale``: the video track's time base (MP4 and MOV outputs) when it must stay the source's."""
     audio_input = [*seek_args(audio_start), "-t", f"{duration:.6f}", "-i", str(source)] if audio is not None else []
     audio_map = ["-map", "1:a:0", *audio, *(["-af", audio_filter] if audio_filter else [])] if audio is not None else []
     return [
@@ -204,6 +209,7 @@ def assemble_args(
         "0:v:0",
         "-c:v",
         "copy",
+        *(["-video_track_timescale", str(timescale)] if timescale and output.suffix.lower() in MP4_FAMILY else []),
         *audio_map,
         "-movflags",
         "+faststart",
@@ -237,3 +243,135 @@ def ffprobe_args(ffprobe: str, source: Path) -> list[str]:
         "json",
         str(source),
     ]
+
+
+def trace_headers_args(ffmpeg: str, source: Path) -> list[str]:
+    """The stream's parameter sets and first frame header, field by field (``trace_headers``) on stderr."""
+    return [
+        ffmpeg,
+        "-hide_banner",
+        "-nostdin",
+        "-loglevel",
+        "info",
+        "-i",
+        str(source),
+        "-map",
+        "0:v:0",
+        "-c",
+        "copy",
+        "-bsf:v",
+        "trace_headers",
+        "-frames:v",
+        "1",
+        "-f",
+        "null",
+        "-",
+    ]
+
+
+IN_BAND_PARAMETERS = {"h264": "h264_mp4toannexb", "hevc": "hevc_mp4toannexb"}
+"""The filter that repeats a codec's parameter sets before every keyframe, so that stretches encoded
+with other parameter sets can follow and precede it (VP9 carries everything in its frame headers)."""
+
+
+def copy_piece_args(
+    ffmpeg: str, source: Path, codec: str, start_time: float, start_pts: int, packets: int, timescale: int, output: Path
+) -> list[str]:
+    """``packets`` packets of the source's video from the keyframe shown at ``start_time``, copied as they
+    are. The seek may land on an earlier keyframe (some demuxers seek a little before the time asked), so
+    the packets shown before the keyframe's own ``start_pts`` are dropped: at a clean cut those are exactly
+    the packets before it. Original timestamps (``-copyts``) move back by ``start_pts``: the piece starts at 0."""
+    filters = [f"noise=drop=lt(pts\\,{start_pts})"]
+    filters += [IN_BAND_PARAMETERS[codec]] if codec in IN_BAND_PARAMETERS else []
+    filters.append(f"setts=pts=PTS-{start_pts}:dts=DTS-{start_pts}")
+    return [
+        ffmpeg,
+        *QUIET,
+        *seek_args(start_time),
+        "-copyts",
+        "-i",
+        str(source),
+        "-map",
+        "0:v:0",
+        "-c:v",
+        "copy",
+        "-frames:v",
+        str(packets),
+        "-bsf:v",
+        ",".join(filters),
+        "-video_track_timescale",
+        str(timescale),
+        "-f",
+        "mp4",
+        "-y",
+        str(output),
+    ]
+
+
+def splice_encode_args(
+    ffmpeg: str,
+    width: int,
+    height: int,
+    fps: Fraction,
+    codec_args: list[str],
+    colour_tags: list[str],
+    timescale: int,
+    output: Path,
+) -> list[str]:
+    """Encode raw YUV frames from stdin into a piece that splices into copied ones: ``codec_args`` (the
+    source's codec, profile, level, B-frame delay, SAR; ``splice.SpliceParams.encoder_args``), the source's
+    colour tags (on the input too, so that no conversion happens) and its time base."""
+    return [
+        ffmpeg,
+        *QUIET,
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        RAW_PIXELS,
+        "-s",
+        f"{width}x{height}",
+        "-framerate",
+        fraction_text(fps),
+        *colour_tags,
+        "-i",
+        "-",
+        "-an",
+        *codec_args,
+        "-pix_fmt",
+        RAW_PIXELS,
+        *colour_tags,
+        "-video_track_timescale",
+        str(timescale),
+        "-f",
+        "mp4",
+        "-y",
+        str(output),
+    ]
+
+
+def join_pieces_args(ffmpeg: str, list_file: Path, timescale: int, output: Path) -> list[str]:
+    """Join a chunk's copied and encoded pieces (concat demuxer, stream copy) into its segment."""
+    return [
+        ffmpeg,
+        *QUIET,
+        "-f",
+        "concat",
+        "-safe",
+        "0",
+        "-i",
+        str(list_file),
+        "-map",
+        "0:v:0",
+        "-c",
+        "copy",
+        "-video_track_timescale",
+        str(timescale),
+        "-f",
+        "mp4",
+        "-y",
+        str(output),
+    ]
+
+
+def encoders_args(ffmpeg: str) -> list[str]:
+    return [ffmpeg, "-hide_banner", "-nostdin", "-encoders"]

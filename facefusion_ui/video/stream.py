@@ -34,6 +34,7 @@ from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.commands import decode_args, decode_filter, encode_args
 from facefusion_ui.video.ffmpeg import stderr_tail
+from facefusion_ui.video.pieces import ChunkCopy, CopyCounts, PieceSink
 from facefusion_ui.video.probe import VideoInfo
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import END, FrameItem, FrameReader
@@ -89,6 +90,8 @@ class ChunkRun:
     queues: dict[str, Any] = field(default_factory=dict)
     frames_converted: int = 0
     """Frames converted to BGR for the processors (the others went from decoder to encoder untouched)."""
+    copy: dict[str, int] = field(default_factory=dict)
+    """GOPs copied and encoded, frames copied (empty when the chunk was encoded whole)."""
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -112,6 +115,8 @@ class ChunkTask:
     cancel: threading.Event | None = None
     output_size: tuple[int, int] | None = None
     """The size of the frames the stages return when it is not the video's (an upscaler)."""
+    copy: ChunkCopy | None = None
+    """Copy the GOPs no processor changes (``pieces.py``); None: encode every frame."""
 
     def timestamp(self, index: int) -> float:
         return float(self.info.frame_times[index])
@@ -158,6 +163,38 @@ def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, ti
     return image
 
 
+class FrameSink(Protocol):
+    """Where the writer puts each frame, in order, with whether a processor changed it."""
+
+    def put(self, index: int, data: Frame, changed: bool) -> None: ...
+
+    def close(self) -> object: ...
+
+    def abort(self) -> None: ...
+
+
+class EncoderSink:
+    """Every frame into one encoder (the chunk's segment)."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.writer = FrameWriter(command)
+
+    def put(self, index: int, data: Frame, changed: bool) -> None:
+        self.writer.write(data)
+
+    def close(self) -> None:
+        self.writer.close()
+
+    def abort(self) -> None:
+        self.writer.abort()
+
+
+def sink_for(task: ChunkTask, frames: FrameFormat) -> FrameSink:
+    if task.copy is None:
+        return EncoderSink(_encoder(task, frames))
+    return PieceSink(task.ffmpeg, task.info, task.chunk, task.segment, task.settings, task.copy)
+
+
 WorkerItem = tuple[int, YuvFrame | None, Any]
 """A frame for the workers: (index, image, analysis); ``NO_MORE_WORK`` after the last."""
 NO_MORE_WORK: WorkerItem = (-1, None, None)
@@ -188,7 +225,8 @@ class StreamedChunk:
         self.reader = FrameReader(
             decode, self.frames.shape, chunk.start, chunk.frames, self.inputs, self.stop, self.slots, self.in_flight
         )
-        self.writer = FrameWriter(_encoder(task, self.frames))
+        self.sink = sink_for(task, self.frames)
+        self.copy_counts: dict[str, int] = {}
         self.errors: list[BaseException] = []
         self.written = 0
         self.converted = 0
@@ -208,7 +246,8 @@ class StreamedChunk:
             raise problem
         if self.written != self.task.chunk.frames:
             raise FfmpegError(f"chunk {self.task.chunk.index} wrote {self.written} of {self.task.chunk.frames} frames")
-        return ChunkRun(self.written, time.perf_counter() - self.started, self._queue_stats(), self.converted)
+        seconds = time.perf_counter() - self.started
+        return ChunkRun(self.written, seconds, self._queue_stats(), self.converted, self.copy_counts)
 
     def _thread(self, body: Callable[[], None], name: str) -> threading.Thread:
         """A pipeline thread: a stop ends it quietly, any error is handed to ``run`` and stops the rest."""
@@ -243,9 +282,10 @@ class StreamedChunk:
         write_thread.join()
         problem = self.reader.error or (self.errors[0] if self.errors else None)
         if problem is None and self.written == self.task.chunk.frames:
-            self.writer.close()
+            counts = self.sink.close()
+            self.copy_counts = counts.to_json() if isinstance(counts, CopyCounts) else {}
         else:
-            self.writer.abort()
+            self.sink.abort()
             self.task.segment.unlink(missing_ok=True)
         return problem
 
@@ -298,14 +338,15 @@ class StreamedChunk:
 
     def write(self) -> None:
         """The writer thread: frames put back in order and encoded; each written frame frees a slot."""
-        pending: dict[int, YuvFrame] = {}
+        pending: dict[int, tuple[YuvFrame, bool]] = {}
         next_index = self.task.chunk.start
         while next_index < self.task.chunk.end:
             index, image, changed = self.outputs.get(self.stop)
-            pending[index] = image
+            pending[index] = (image, changed)
             self.converted += changed
             while next_index in pending:
-                self.writer.write(pending.pop(next_index).data)
+                image, changed = pending.pop(next_index)
+                self.sink.put(next_index, image.data, changed)
                 self.in_flight.remove()
                 next_index += 1
                 self.written += 1

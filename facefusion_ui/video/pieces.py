@@ -1,0 +1,232 @@
+"""A chunk written as pieces: GOPs in which no frame changes are copied from the source as packets, the
+others decoded frames go through an encoder that splices into them (``splice.py``); the pieces are
+joined into the chunk's segment, which is checked frame for frame before it counts.
+
+The writer sees the frames in order with whether a processor changed them. An encoder opens at the first
+changed frame of a GOP (the GOP's untouched frames before it are decoded again from the source, as the
+pipeline would have passed them on) and stays open while each next GOP starts with a changed frame; a
+GOP that starts untouched closes it. Each decision depends only on the frames, so a rerun of the chunk
+(a resume) makes the same pieces, byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from facefusion_ui.errors import FfmpegError
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.video.chunks import Chunk
+from facefusion_ui.video.commands import (
+    concat_list,
+    copy_piece_args,
+    decode_args,
+    join_pieces_args,
+    packets_args,
+    splice_encode_args,
+)
+from facefusion_ui.video.ffmpeg import ffmpeg_failure, run_tool, stderr_tail
+from facefusion_ui.video.gops import Gop, parse_packets
+from facefusion_ui.video.probe import VideoInfo
+from facefusion_ui.video.reader import StderrTail, read_exactly, start_process, stop_process
+from facefusion_ui.video.splice import CopySource
+from facefusion_ui.video.writer import FrameWriter
+from facefusion_ui.video.yuv import frame_bytes
+
+
+class SpliceFailed(FfmpegError):
+    """A chunk's joined pieces failed the check (frame count, timestamps): it is encoded whole instead."""
+
+
+@dataclass(frozen=True)
+class ChunkCopy:
+    """The chunk's GOPs and the source they are copied from; ``encode_all``: encode every GOP (the
+    chunk's fallback, still spliceable into its neighbours)."""
+
+    source: CopySource
+    gops: list[Gop]
+    encode_all: bool = False
+
+
+@dataclass
+class Piece:
+    start: int
+    end: int
+    copied: bool
+    path: Path
+
+
+@dataclass
+class CopyCounts:
+    gops_copied: int = 0
+    gops_encoded: int = 0
+    frames_copied: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"gops_copied": self.gops_copied, "gops_encoded": self.gops_encoded, "frames_copied": self.frames_copied}
+
+
+@dataclass
+class PieceSink:
+    """The writer's end for a chunk that copies what it can (see the module's docstring)."""
+
+    ffmpeg: str
+    info: VideoInfo
+    chunk: Chunk
+    segment: Path
+    settings: Settings
+    copy: ChunkCopy
+    pieces: list[Piece] = field(default_factory=list)
+    counts: CopyCounts = field(default_factory=CopyCounts)
+    encoder: FrameWriter | None = None
+    gop_index: int = 0
+    gop_encoded: bool = False
+
+    def put(self, index: int, data: np.ndarray, changed: bool) -> None:
+        gop = self.copy.gops[self.gop_index]
+        if index == gop.end:
+            self._end_gop(gop)
+            self.gop_index += 1
+            gop = self.copy.gops[self.gop_index]
+        must_encode = changed or not gop.whole or self.copy.encode_all
+        if index == gop.start and self.encoder is not None and not must_encode:
+            self._close_encoder(index)
+        if self.encoder is None and must_encode:
+            encoder = self._open_encoder(gop.start)
+            for frame in self._decode(gop.start, index - gop.start):
+                encoder.write(frame)
+        self.gop_encoded = self.gop_encoded or must_encode
+        if self.encoder is not None:
+            self.encoder.write(data)
+
+    def _end_gop(self, gop: Gop) -> None:
+        if self.encoder is not None or self.gop_encoded:
+            self.counts.gops_encoded += 1
+        else:
+            self.counts.gops_copied += 1
+            self.counts.frames_copied += gop.frames
+            last = self.pieces[-1] if self.pieces else None
+            if last is not None and last.copied and last.end == gop.start:
+                last.end = gop.end
+            else:
+                self.pieces.append(Piece(gop.start, gop.end, True, self._piece_path(gop.start, "copy")))
+        self.gop_encoded = False
+
+    def _piece_path(self, start: int, kind: str) -> Path:
+        return self.segment.parent / f"piece_{self.chunk.index:05d}_{start:09d}_{kind}.mp4"
+
+    def _open_encoder(self, start: int) -> FrameWriter:
+        params = self.copy.source.params
+        path = self._piece_path(start, "encoded")
+        command = splice_encode_args(
+            self.ffmpeg,
+            self.info.width,
+            self.info.height,
+            self.info.fps,
+            params.encoder_args(self.settings.output_video_quality, self.settings.output_video_preset),
+            params.colour_tags,
+            params.timescale,
+            path,
+        )
+        self.encoder = FrameWriter(command)
+        self.pieces.append(Piece(start, start, False, path))
+        return self.encoder
+
+    def _close_encoder(self, end: int) -> None:
+        assert self.encoder is not None
+        encoder, self.encoder = self.encoder, None
+        self.pieces[-1].end = end
+        encoder.close()
+
+    def _decode(self, start: int, count: int) -> Iterator[np.ndarray]:
+        """Frames ``[start, start + count)`` decoded again, exactly as the pipeline's decoder gave them."""
+        if count <= 0:
+            return
+        command = decode_args(self.ffmpeg, Path(self.info.path), self.info.seek_time(start), count, "")
+        process = start_process(command, stdout=True)
+        tail = StderrTail(process.stderr)
+        size = frame_bytes(self.info.width, self.info.height)
+        try:
+            for _ in range(count):
+                data = read_exactly(process.stdout, size)
+                if data is None:
+                    process.wait()
+                    tail.join()
+                    raise FfmpegError(f"decoding frames {start}-{start + count - 1} again ended early: {tail.text()}")
+                yield data
+        finally:
+            stop_process(process)
+            tail.join()
+
+    def close(self) -> CopyCounts:
+        """Finish the last piece, copy the untouched ones, join them into the segment and check it."""
+        self._end_gop(self.copy.gops[self.gop_index])
+        if self.encoder is not None:
+            self._close_encoder(self.chunk.end)
+        try:
+            for piece in self.pieces:
+                if piece.copied:
+                    self._copy(piece)
+            self._join()
+            self._check()
+        finally:
+            self._remove_pieces()
+        return self.counts
+
+    def abort(self) -> None:
+        if self.encoder is not None:
+            self.encoder.abort()
+            self.encoder = None
+        self._remove_pieces()
+
+    def _remove_pieces(self) -> None:
+        for piece in self.pieces:
+            piece.path.unlink(missing_ok=True)
+        (self.segment.parent / f"pieces_{self.chunk.index:05d}.txt").unlink(missing_ok=True)
+
+    def _copy(self, piece: Piece) -> None:
+        source = self.copy.source
+        times = self.info.frame_times
+        half_frame = float(times[1] - times[0]) / 2 if len(times) > 1 else 0.0
+        command = copy_piece_args(
+            self.ffmpeg,
+            Path(self.info.path),
+            self.info.codec,
+            float(times[piece.start]) + half_frame,
+            int(source.packets.pts[piece.start]),
+            piece.end - piece.start,
+            source.params.timescale,
+            piece.path,
+        )
+        completed = run_tool(command)
+        if completed.returncode != 0:
+            raise ffmpeg_failure("copying the untouched frames failed", completed.stderr, piece.path.parent)
+
+    def _join(self) -> None:
+        if len(self.pieces) == 1:
+            os.replace(self.pieces[0].path, self.segment)
+            return
+        list_file = self.segment.parent / f"pieces_{self.chunk.index:05d}.txt"
+        list_file.write_text(concat_list([piece.path for piece in self.pieces]), encoding="utf-8")
+        completed = run_tool(join_pieces_args(self.ffmpeg, list_file, self.copy.source.params.timescale, self.segment))
+        if completed.returncode != 0:
+            raise ffmpeg_failure("joining the copied and encoded pieces failed", completed.stderr, self.segment.parent)
+
+    def _check(self) -> None:
+        """The segment holds the chunk's frames, each a frame apart, decode timestamps increasing."""
+        listed = run_tool(packets_args(self.ffmpeg, self.segment))
+        packets = parse_packets(listed.stdout)
+        expected = self.chunk.frames
+        problem = None
+        if packets.count != expected:
+            problem = f"{packets.count} of {expected} frames ({stderr_tail(listed.stderr, 1)})"
+        elif expected > 1 and packets.frame_ticks() is None:
+            problem = "frame timestamps are not evenly spaced"
+        elif expected > 1 and bool(np.any(np.diff(packets.dts) <= 0)):
+            problem = "decode timestamps do not increase"
+        if problem is not None:
+            raise SpliceFailed(f"the joined chunk {self.chunk.index + 1} failed the check: {problem}")

@@ -1,0 +1,191 @@
+"""Whether a video's untouched stretches can be copied instead of re-encoded, and how the changed
+stretches are encoded so that they splice into the copied ones.
+
+Copying needs an encoder here for the source's codec (H.264 with libx264, HEVC with libx265, VP9 with
+libvpx-vp9), frames that reach the pipeline as they are stored (8-bit 4:2:0, limited range, even size,
+no rotation), a constant frame rate on a whole number of time-base ticks, and an output container that
+takes the codec. The changed stretches then get the source's profile, level, colour tags, sample aspect
+ratio, time base and B-frame delay (the same delay keeps decode timestamps increasing at every join).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.video.commands import (
+    RAW_PIXELS,
+    crf_for,
+    encoders_args,
+    packets_args,
+    preset_args,
+    quality_args,
+    trace_headers_args,
+)
+from facefusion_ui.video.ffmpeg import run_tool, stderr_tail
+from facefusion_ui.video.gops import Packets, cut_points, parse_packets
+from facefusion_ui.video.probe import VideoInfo
+
+SPLICE_ENCODERS = {"h264": "libx264", "hevc": "libx265", "vp9": "libvpx-vp9"}
+ENCODER_CODECS = {
+    "libx264": "h264",
+    "libopenh264": "h264",
+    "h264_nvenc": "h264",
+    "libx265": "hevc",
+    "hevc_nvenc": "hevc",
+    "libvpx-vp9": "vp9",
+    "mpeg4": "mpeg4",
+}
+CONTAINERS = {
+    "h264": (".mp4", ".m4v", ".mov", ".mkv"),
+    "hevc": (".mp4", ".mov", ".mkv"),
+    "vp9": (".mp4", ".mkv", ".webm"),
+}
+H264_PROFILES = {66: "baseline", 77: "main", 100: "high"}
+TRACE_FIELD = re.compile(r"^\[trace_headers[^\]]*\]\s+\d+\s+(\w+)(?:\[[\d\]\[]+)?\s+[01]+\s+=\s+(-?\d+)", re.MULTILINE)
+
+
+def trace_fields(text: str) -> dict[str, int]:
+    """The first value of each field ``trace_headers`` printed (the parameter sets come first)."""
+    fields: dict[str, int] = {}
+    for name, value in TRACE_FIELD.findall(text):
+        fields.setdefault(name, int(value))
+    return fields
+
+
+def colour_tags_of(fields: dict[str, int]) -> list[str]:
+    """The source's colour description as ffmpeg options (numbers as the standards number them)."""
+    tags = []
+    if fields.get("colour_description_present_flag"):
+        tags += ["-color_primaries", str(fields.get("colour_primaries", 2))]
+        tags += ["-color_trc", str(fields.get("transfer_characteristics", 2))]
+        tags += ["-colorspace", str(fields.get("matrix_coefficients", 2))]
+    return [*tags, "-color_range", "tv"]
+
+
+@dataclass(frozen=True)
+class SpliceParams:
+    """What the changed stretches must share with the source to splice into its copied packets."""
+
+    codec: str
+    profile: str
+    level: str | None
+    high_tier: bool
+    colour_tags: list[str]
+    sar: Fraction | None
+    time_base: Fraction
+    delay: int
+    """The source's B-frame delay in frames (decode ahead of display)."""
+
+    @property
+    def encoder(self) -> str:
+        return SPLICE_ENCODERS[self.codec]
+
+    @property
+    def timescale(self) -> int:
+        return self.time_base.denominator // self.time_base.numerator
+
+    def encoder_args(self, quality: int, preset: str) -> list[str]:
+        encoder = self.encoder
+        args = ["-c:v", encoder, *quality_args(encoder, quality), *preset_args(encoder, preset)]
+        args += ["-profile:v", self.profile] + (["-level:v", self.level] if self.level and encoder == "libx264" else [])
+        b_frames = {0: "bframes=0", 1: "bframes=1:b-pyramid=none"}.get(self.delay, "bframes=3:b-pyramid=normal")
+        if encoder == "libx264":
+            args += ["-x264-params", b_frames]
+        elif encoder == "libx265":
+            b_frames = b_frames.replace("b-pyramid=none", "b-pyramid=0").replace("b-pyramid=normal", "b-pyramid=1")
+            level = f":level-idc={self.level}:high-tier={int(self.high_tier)}" if self.level else ""
+            args += ["-x265-params", f"{b_frames}:open-gop=0:repeat-headers=1{level}:log-level=error"]
+        if self.sar is not None:
+            args += ["-vf", f"setsar={self.sar.numerator}/{self.sar.denominator}"]
+        encoded_delay = min(self.delay, 2) if encoder != "libvpx-vp9" else 0
+        if self.delay > encoded_delay:  # decode timestamps as far ahead as the copied packets' (frames of 1/fps)
+            args += ["-bsf:v", f"setts=dts=DTS-{self.delay - encoded_delay}"]
+        return args
+
+
+def params_of(codec: str, fields: dict[str, int], packets: Packets) -> SpliceParams | str:
+    """The splice parameters, or why the stream cannot be spliced."""
+    level: str | None = None
+    high_tier = False
+    if codec == "h264":
+        profile = H264_PROFILES.get(fields.get("profile_idc", -1))
+        if profile is None:
+            return f"the H.264 profile {fields.get('profile_idc')} is not one libx264 makes in 8-bit 4:2:0"
+        if "level_idc" in fields:
+            level = f"{fields['level_idc'] / 10:.1f}"
+    elif codec == "hevc":
+        if fields.get("general_profile_idc") != 1:
+            return f"the HEVC profile {fields.get('general_profile_idc')} is not Main"
+        profile = "main"
+        if "general_level_idc" in fields:
+            level = f"{fields['general_level_idc'] / 30:.1f}"
+        high_tier = bool(fields.get("general_tier_flag"))
+    else:
+        if fields.get("profile_low_bit", 0) or fields.get("profile_high_bit", 0):
+            return "only VP9 profile 0 is spliced"
+        profile = "0"
+    colour, delay = colour_tags_of(fields), packets.reorder_delay()
+    return SpliceParams(codec, profile, level, high_tier, colour, packets.sar, packets.time_base, delay)
+
+
+@dataclass(frozen=True)
+class CopySource:
+    """A source whose untouched GOPs can be copied: its packets, cuts and splice parameters."""
+
+    packets: Packets
+    cuts: list[int]
+    params: SpliceParams
+
+
+def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | None:
+    """Why copying cannot work for this job from what the settings and the header say, None when it can."""
+    codec = info.codec
+    if settings.video_temp_frame_format is not None:
+        return "frames go through files on disk (--video-temp-frame-format)"
+    if codec not in SPLICE_ENCODERS:
+        return f"no encoder here makes {codec} to splice into the source"
+    chosen = ENCODER_CODECS.get(settings.output_video_encoder)
+    if chosen != codec:
+        return (
+            f"--output-video-encoder {settings.output_video_encoder} makes {chosen}, the source is {codec} "
+            f"(choose {SPLICE_ENCODERS[codec]} to copy)"
+        )
+    if codec == "h264" and crf_for(settings.output_video_quality) == 0:
+        return "quality 100 is lossless H.264 (High 4:4:4), which cannot splice into the source's profile"
+    if output.suffix.lower() not in CONTAINERS[codec]:
+        return f"a {output.suffix or 'suffix-less'} output cannot hold {codec}"
+    if info.vfr:
+        return "the frame rate is variable"
+    if info.rotation:
+        return f"the video is stored rotated ({info.rotation} degrees)"
+    if info.pix_fmt != RAW_PIXELS or info.full_range or info.width % 2 or info.height % 2:
+        return f"its frames ({info.pix_fmt}, {info.width}x{info.height}) are converted for the pipeline"
+    return None
+
+
+def encoder_available(ffmpeg: str, encoder: str) -> bool:
+    completed = run_tool(encoders_args(ffmpeg), timeout_s=60)
+    return any(line.split()[1:2] == [encoder] for line in completed.stdout.splitlines() if line.strip())
+
+
+def probe_copy_source(ffmpeg: str, info: VideoInfo) -> CopySource | str:
+    """Packets, cuts and splice parameters of the source, or why it cannot be spliced."""
+    encoder = SPLICE_ENCODERS[info.codec]
+    if not encoder_available(ffmpeg, encoder):
+        return f"this ffmpeg has no {encoder} to encode {info.codec}"
+    source = Path(info.path)
+    listed = run_tool(packets_args(ffmpeg, source))
+    packets = parse_packets(listed.stdout)
+    if packets.count != info.frame_count:
+        return f"the packets could not be listed ({stderr_tail(listed.stderr, 1) or 'count differs'})"
+    if packets.frame_ticks() is None:
+        return "frames do not last a whole, equal number of time-base ticks"
+    traced = run_tool(trace_headers_args(ffmpeg, source), timeout_s=120)
+    params = params_of(info.codec, trace_fields(traced.stderr), packets)
+    if isinstance(params, str):
+        return params
+    return CopySource(packets, cut_points(packets), params)
