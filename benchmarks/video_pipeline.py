@@ -49,7 +49,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.presets import apply_preset
-from facefusion_ui.state_manager import Settings, StateManager
+from facefusion_ui.state_manager import StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
 from tests.support import media, videos
@@ -72,123 +72,87 @@ SAME_AS_X264_DEFAULT = 55
 """output_video_quality 55 is CRF 23 (``commands.crf_for``), what (a) and (b) get from x264 by default."""
 
 
-def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[str, tuple[float, float]]:
+X264 = ("-c:v", "libx264", "-preset", "veryfast")
+
+
+def transcode_args(ffmpeg: str, clip: Path, output: Path) -> list[str]:
+    """(a): a plain transcode of the clip."""
+    return [ffmpeg, "-loglevel", "error", "-i", str(clip), *X264, "-y", str(output)]
+
+
+def frames_to_jpg_args(ffmpeg: str, clip: Path, folder: Path) -> list[str]:
+    """(b), first half: every frame to a JPEG file, as temp-frame tools do."""
+    return [ffmpeg, "-loglevel", "error", "-i", str(clip), "-q:v", "2", str(folder / "%06d.jpg")]
+
+
+def merge_jpg_args(ffmpeg: str, folder: Path, clip: Path, fps: int, output: Path) -> list[str]:
+    """(b), second half: the JPEG files back into a video with the clip's audio."""
+    inputs = ["-framerate", str(fps), "-i", str(folder / "%06d.jpg"), "-i", str(clip)]
+    mapping = ["-map", "0:v", "-map", "1:a", *X264, "-pix_fmt", "yuv420p", "-c:a", "aac"]
+    return [ffmpeg, "-loglevel", "error", *inputs, *mapping, "-y", str(output)]
+
+
+def raw_encode_args(ffmpeg: str, width: int, height: int, fps: int, output: Path) -> list[str]:
+    """(c), the encoder: raw YUV frames from stdin, as our pipeline's encoder takes them."""
+    raw = ["-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", f"{width}x{height}", "-r", str(fps), "-i", "-"]
+    return [ffmpeg, "-loglevel", "error", *raw, *X264, "-y", str(output)]
+
+
+def baselines(work: Path, clip: Path, fps: int) -> dict[str, Callable[[], None]]:
+    """(a), (b) and (c): what our pipeline is measured against, on the same clip."""
     ffmpeg = resolve_ffmpeg().path
+    info = probe_video(clip)  # outside the timed run: (c) is the transcode alone
 
     def plain() -> None:
-        subprocess.run(
-            [
-                ffmpeg,
-                "-loglevel",
-                "error",
-                "-i",
-                str(clip),
-                "-c:v",
-                "libx264",
-                "-preset",
-                "veryfast",
-                "-y",
-                str(work / "plain.mp4"),
-            ],
-            check=True,
-        )
+        subprocess.run(transcode_args(ffmpeg, clip, work / "plain.mp4"), check=True)
 
     def temp_frames() -> None:
         frames_dir = work / "frames"
         shutil.rmtree(frames_dir, ignore_errors=True)
         frames_dir.mkdir()
-        subprocess.run(
-            [ffmpeg, "-loglevel", "error", "-i", str(clip), "-q:v", "2", str(frames_dir / "%06d.jpg")], check=True
-        )
-        subprocess.run(
-            [
-                ffmpeg,
-                "-loglevel",
-                "error",
-                "-framerate",
-                str(fps),
-                "-i",
-                str(frames_dir / "%06d.jpg"),
-                "-i",
-                str(clip),
-                "-map",
-                "0:v",
-                "-map",
-                "1:a",
-                "-c:v",
-                "libx264",
-                "-preset",
-                "veryfast",
-                "-pix_fmt",
-                "yuv420p",
-                "-c:a",
-                "aac",
-                "-y",
-                str(work / "merged.mp4"),
-            ],
-            check=True,
-        )
-
-    info = probe_video(clip)  # outside the timed run: (c) is the transcode alone
+        subprocess.run(frames_to_jpg_args(ffmpeg, clip, frames_dir), check=True)
+        subprocess.run(merge_jpg_args(ffmpeg, frames_dir, clip, fps, work / "merged.mp4"), check=True)
 
     def piped() -> None:
-        decoder = subprocess.Popen(
-            [ffmpeg, "-loglevel", "error", "-i", str(clip), "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
-            stdout=subprocess.PIPE,
-        )
-        subprocess.run(
-            [
-                ffmpeg,
-                "-loglevel",
-                "error",
-                "-f",
-                "rawvideo",
-                "-pix_fmt",
-                "yuv420p",
-                "-s",
-                f"{info.width}x{info.height}",
-                "-r",
-                str(fps),
-                "-i",
-                "-",
-                "-c:v",
-                "libx264",
-                "-preset",
-                "veryfast",
-                "-y",
-                str(work / "piped.mp4"),
-            ],
-            stdin=decoder.stdout,
-            check=True,
-        )
+        decode = [ffmpeg, "-loglevel", "error", "-i", str(clip), "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]
+        decoder = subprocess.Popen(decode, stdout=subprocess.PIPE)
+        encode = raw_encode_args(ffmpeg, info.width, info.height, fps, work / "piped.mp4")
+        subprocess.run(encode, stdin=decoder.stdout, check=True)
         assert decoder.wait() == 0
 
-    contenders: dict[str, Callable[[], None]] = {
+    return {
         "(a) ffmpeg transcode": plain,
         "(b) frames to jpg + merge": temp_frames,
         "(c) ffmpeg | raw | ffmpeg": piped,
     }
+
+
+def ours(work: Path, clip: Path, face: Path, fps: int, detector: str) -> Callable[[], None]:
+    """Our pipeline with ``detector``, its models warmed first (a worker loads them once, not per clip)."""
+    state = StateManager()
+    apply_preset(state, "balanced")
+    state.update({"face_detector_model": detector, "output_video_quality": SAME_AS_X264_DEFAULT})
+    settings = state.snapshot()
+    runtime = ModelRuntime.create(settings)
+    warm = videos.write_video(work / "warm.mp4", videos.moving_face(320, 240, fps), fps, fps=Fraction(fps))
+    process(
+        SwapJob.of(settings, [face], warm, work / "warm_out.mp4"),
+        RunContext(runtime=runtime, work_dir=work / "warm_work"),
+    )
+    work_dir = work / f"work_{detector}"
+
+    def run() -> None:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        process(SwapJob.of(settings, [face], clip, work / "ours.mp4"), RunContext(runtime=runtime, work_dir=work_dir))
+
+    return run
+
+
+def compare(work: Path, clip: Path, face: Path, fps: int, repeat: int) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds of each contender, the shortest of ``repeat`` runs, taken in turn."""
+    contenders = baselines(work, clip, fps)
     for detector in ("dlib_hog", "mediapipe_blazeface"):
-        state = StateManager()
-        apply_preset(state, "balanced")
-        state.update({"face_detector_model": detector, "output_video_quality": SAME_AS_X264_DEFAULT})
-        settings = state.snapshot()
-        runtime = ModelRuntime.create(settings)
-        # models load once per worker process, not per clip: warm them with a one-second job first
-        warm = videos.write_video(work / "warm.mp4", videos.moving_face(320, 240, fps), fps, fps=Fraction(fps))
-        process(
-            SwapJob.of(settings, [face], warm, work / "warm_out.mp4"),
-            RunContext(runtime=runtime, work_dir=work / "warm_work"),
-        )
-        work_dir = work / f"work_{detector}"
-
-        def ours(settings: Settings = settings, runtime: ModelRuntime = runtime, work_dir: Path = work_dir) -> None:
-            shutil.rmtree(work_dir, ignore_errors=True)
-            process(
-                SwapJob.of(settings, [face], clip, work / "ours.mp4"), RunContext(runtime=runtime, work_dir=work_dir)
-            )
-
-        contenders[f"ours, {detector}"] = ours
+        contenders[f"ours, {detector}"] = ours(work, clip, face, fps, detector)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
     for _ in range(repeat):
         for name, action in contenders.items():
@@ -226,7 +190,7 @@ def copy_figures(work: Path, face: Path, seconds: int, fps: int, repeat: int) ->
 
     clips = {"no face": scenery, "face a fifth of the time": fifth, "face all the time": head}
     state = StateManager()
-    state.apply_preset("balanced")
+    apply_preset(state, "balanced")
     state.update({"face_detector_model": "mediapipe_blazeface", "output_video_quality": SAME_AS_X264_DEFAULT})
     settings = state.snapshot()
     runtime = ModelRuntime.create(settings)
