@@ -64,6 +64,8 @@ def build_app(services: Any) -> Any:
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
+        notice = gr.Markdown("", elem_id="page-notice")
+        demo.load(lambda: services.notice, None, notice, show_progress="hidden")
         with gr.Tab("Single", id="single"):
             build_single_tab(services)
         with gr.Tab("Batch", id="batch"):
@@ -133,7 +135,15 @@ def start_ui(
     share_url = getattr(demo, "share_url", None)
     if share and not share_url:
         logger.warning("could not get a public share link (no internet access?): serving locally only at %s", url)
+        services.notice = share_notice(url)
     return RunningUi(demo, services, url, share_url)
+
+
+def share_notice(url: str) -> str:
+    return (
+        f"⚠️ The public share link (--share) could not be made (no internet access?): "
+        f"this page is served locally only, at {url}"
+    )
 
 
 def serve(host: str, port: int, share: bool, auth: str | None, preset: str | None, overrides: dict[str, Any]) -> None:
