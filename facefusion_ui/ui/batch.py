@@ -134,7 +134,11 @@ def listen_batch_tab(tab: BatchTab, services: UiServices) -> None:
         [tab.table, tab.downloads],
         show_progress="hidden",
     )
-    tab.table.select(functools.partial(toggle_row, services), tab.selected, [tab.selected, tab.selection, tab.table])
+
+    def on_select(selected: Any, event: gr.SelectData) -> tuple[list[int], str, Any]:
+        return toggle_row(services, selected, event)  # gradio finds SelectData on a plain function only
+
+    tab.table.select(on_select, tab.selected, [tab.selected, tab.selection, tab.table])
     tab.clear.click(functools.partial(clear_selection, services), None, [tab.selected, tab.selection, tab.table])
     for button, action in ((tab.cancel, "cancel"), (tab.retry, "retry"), (tab.remove, "remove")):
         button.click(
