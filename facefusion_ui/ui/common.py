@@ -42,6 +42,8 @@ def plain_errors(handler: Handler) -> Handler:
 
 UPLOAD_PATH = re.compile(r"(?:[^\s'\"]*/)?[0-9a-f]{32,64}/([^/\s'\"]+)")
 """A file as Gradio keeps an upload (``.../ui-uploads/<hash>/name.png``): shown by its name."""
+FILE_PATH = re.compile(r"(?<![\w.])(?:/[^\s'\"/:]+)+/([^/\s'\":]+\.[A-Za-z0-9]{1,5})\b")
+"""Any other absolute path of a file: shown by its name, as the person picked it."""
 COMMAND_HINTS = (
     (re.compile(r"run '?python run\.py models download ([\w.\-]+)'?"), r"download \1 on the Settings tab (Models)"),
     (re.compile(r"'?python run\.py models (?:import|verify|list)[^']*'?"), "the Settings tab (Models)"),
@@ -53,7 +55,7 @@ COMMAND_HINTS = (
 
 def plain_message(text: str) -> str:
     """A library message as the page shows it: uploads by their file name, remedies the page offers."""
-    text = UPLOAD_PATH.sub(r"\1", text)
+    text = FILE_PATH.sub(r"\1", UPLOAD_PATH.sub(r"\1", text))
     for pattern, replacement in COMMAND_HINTS:
         text = pattern.sub(replacement, text)
     return text

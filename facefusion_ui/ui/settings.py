@@ -61,14 +61,14 @@ LABELS = {
     "video_chunk_size": "Chunk length (seconds or auto)",
     "execution_providers": "Execution providers (in order)",
 }
-MODEL_SETTINGS = (
-    "face_detector_model",
-    "face_landmarker_model",
-    "face_recognizer_model",
-    "face_swapper_model",
-    "face_enhancer_model",
-)
-"""Settings naming a model, checked at save."""
+MODEL_SETTINGS: dict[str, str | None] = {
+    "face_detector_model": None,
+    "face_landmarker_model": None,
+    "face_recognizer_model": None,
+    "face_swapper_model": "face_swapper",
+    "face_enhancer_model": "face_enhancer",
+}
+"""Settings naming a model, checked at save: always, or when the processor named here is in use."""
 MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it is"]
 
 
@@ -223,7 +223,9 @@ def save_warnings(services: UiServices, settings: Settings) -> list[str]:
     for provider in settings.execution_providers:
         if provider != "cpu" and not (check := check_provider(provider, settings.execution_device_id)).usable:
             lines.append(f"{provider} cannot run on this machine ({check.reason}): jobs will use the CPU instead")
-    for key in MODEL_SETTINGS:
+    for key, processor in MODEL_SETTINGS.items():
+        if processor is not None and processor not in settings.processors:
+            continue
         name = getattr(settings, key, None)
         if isinstance(name, str) and name in services.runtime.manifest and not installed(services, name):
             lines.append(f"{name} ({key}) is not downloaded: jobs using it fail until you download it below")
@@ -234,9 +236,10 @@ def save_warnings(services: UiServices, settings: Settings) -> list[str]:
 def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
     """Apply the preset, then the fields, and store them: jobs queued from now on get them. Saved even
     with warnings (the message says what will not work)."""
-    fields = control_values(settings_keys(), values, LABELS)
-    if "execution_providers" in fields and not fields["execution_providers"]:
+    keys = settings_keys()
+    if "execution_providers" in keys and not values[keys.index("execution_providers")]:
         raise SettingsError("choose at least one execution provider (cpu always works)")
+    fields = control_values(keys, values, LABELS)
     apply_preset(services.state, name)
     result = services.save_settings(fields)
     text = f"Saved (preset {result.preset}): applies to jobs queued from now on."
