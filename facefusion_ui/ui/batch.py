@@ -115,7 +115,9 @@ def render_batch_tab(services: UiServices) -> BatchTab:
         cancel = gr.Button("Cancel selected", elem_id="batch-cancel")
         retry = gr.Button("Retry selected", elem_id="batch-retry")
         remove = gr.Button("Remove selected", elem_id="batch-remove")
-    downloads = gr.File(label="Finished outputs of this tab", file_count="multiple", interactive=False)
+    downloads = gr.File(
+        label="Finished outputs of this tab", file_count="multiple", interactive=False, elem_id="batch-downloads"
+    )
     return BatchTab(
         sources, targets, folder, priority, add, message, table, gr.State([]), selection, clear, cancel, retry,
         remove, downloads, gr.Timer(1.0),

@@ -257,9 +257,13 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     keys = single_keys()
     preview = functools.partial(single_run.run_preview, services, keys)
     show_preview: dict[str, Any] = {"fn": preview, "inputs": tab.request(), "outputs": [tab.message, tab.preview]}
-    tab.sources.change(
-        functools.partial(single_run.show_sources, services), tab.sources, [tab.message, tab.sources, tab.source_faces]
-    ).then(**show_preview, **PREVIEW_EVENT)
+    # the person's own changes only: the handler itself sets the list when it drops a photo
+    for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
+        event(
+            functools.partial(single_run.show_sources, services),
+            tab.sources,
+            [tab.message, tab.sources, tab.source_faces],
+        ).then(**show_preview, **PREVIEW_EVENT)
     fitted = [tab.message, tab.faces, tab.frame, tab.trim_start, tab.trim_end, tab.position, tab.trim_times]
     tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
         **show_preview, **PREVIEW_EVENT
