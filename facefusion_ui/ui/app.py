@@ -54,6 +54,11 @@ def check_port(host: str, port: int) -> None:
             ) from error
 
 
+PAGE_CSS = ".face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }"
+"""Face galleries as a strip of small whole thumbnails: Gradio widens a lone item to the full width, and the
+gallery's height then shows only its top (a forehead)."""
+
+
 def build_app(services: Any) -> Any:
     import gradio as gr
 
@@ -125,6 +130,7 @@ def start_ui(
             show_error=True,
             quiet=True,
             theme=gr.themes.Soft(),
+            css=PAGE_CSS,
             footer_links=[],
             app_kwargs={"middleware": [throttle]} if credentials else None,
         )

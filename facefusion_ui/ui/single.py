@@ -88,6 +88,7 @@ def render_sources_and_target() -> dict[str, Any]:
         object_fit="contain",
         allow_preview=False,
         elem_id="single-source-faces",
+        elem_classes=["face-strip"],
     )
     target = gr.File(label="Target image or video", file_types=["image", "video"], elem_id="single-target")
     frame = gr.Slider(
@@ -107,6 +108,7 @@ def render_sources_and_target() -> dict[str, Any]:
         object_fit="contain",
         allow_preview=False,
         elem_id="single-faces",
+        elem_classes=["face-strip"],
     )
     return {
         "sources": sources,

@@ -129,7 +129,7 @@ def poll(services: UiServices, current: int | None) -> tuple[Any, ...]:
     if current is None:
         return "", gr.skip(), gr.skip(), gr.skip(), "", gr.Timer(active=False), gr.Button(interactive=True)
     job = services.job(int(current))
-    log = "\n".join(read_log(services.store, job.id).splitlines()[-LOG_LINES:])
+    log = "\n".join(plain_message(line) for line in read_log(services.store, job.id).splitlines()[-LOG_LINES:])
     active = job.status in ACTIVE
     line = plain_message(progress_line(job))
     if job.status == "completed" and job.result is not None:
