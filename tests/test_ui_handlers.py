@@ -17,6 +17,7 @@ import pytest
 
 from facefusion_ui.jobs.store import wait_for
 from facefusion_ui.paths import home_dir
+from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
 from facefusion_ui.ui.processor_options import option_fields
@@ -320,7 +321,7 @@ def test_old_jobs_without_an_origin_stay_readable(services: UiServices, files: d
 def test_choose_preset_shows_and_fills_every_preset_value() -> None:
     table, *updates, saved = settings.choose_preset("strict")
     assert "Selected: **strict**" in table and saved == ""
-    values = dict(zip(settings.PRESET_KEYS, (update["value"] for update in updates), strict=True))
+    values = dict(zip(PRESET_KEYS, (update["value"] for update in updates), strict=True))
     assert isinstance(values["execution_threads"], int) and isinstance(values["face_cache_limit"], int)
     assert values["face_cache_lifetime"] is not None and values["video_chunk_size"]
     assert values["face_cache_scope"] == "chunk"

@@ -21,7 +21,7 @@ from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.state_manager import Settings, setting_rule
 from facefusion_ui.types import PresetName, choices
-from facefusion_ui.ui.common import problem, reported
+from facefusion_ui.ui.common import plain_message, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, present, setting_control
 from facefusion_ui.ui.processor_options import installed, model_labels
 from facefusion_ui.ui.services import UiServices
@@ -69,6 +69,7 @@ MODEL_SETTINGS: dict[str, str | None] = {
     "face_enhancer_model": "face_enhancer",
 }
 """Settings naming a model, checked at save: always, or when the processor named here is in use."""
+PER_ROW = 4
 MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it is"]
 
 
@@ -135,12 +136,13 @@ def render_controls(services: UiServices) -> list[Any]:
         if not shown:
             continue
         gr.Markdown(f"### {title}")
-        with gr.Row(equal_height=True):
-            for key in shown:
-                names = setting_rule(key).cli_options().get("choices") or ()
-                controls[key] = setting_control(
-                    key, getattr(settings, key), LABELS.get(key), choice_labels=model_labels(services, names)
-                )
+        for row in range(0, len(shown), PER_ROW):
+            with gr.Row(equal_height=True):
+                for key in shown[row : row + PER_ROW]:
+                    names = setting_rule(key).cli_options().get("choices") or ()
+                    controls[key] = setting_control(
+                        key, getattr(settings, key), LABELS.get(key), choice_labels=model_labels(services, names)
+                    )
     return [controls[key] for key in settings_keys()]
 
 
@@ -258,7 +260,7 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {state.line(name)}" for name, state in services.downloads.progress().items())
+    return "\n".join(f"- {plain_message(state.line(name))}" for name, state in services.downloads.progress().items())
 
 
 def download_progress(services: UiServices) -> tuple[Any, Any]:
