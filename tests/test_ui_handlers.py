@@ -450,9 +450,10 @@ def test_controls_come_from_the_settings_rules() -> None:
         "face_mask_blur": "Slider",
         "video_chunk_size": "Textbox",
         "video_temp_frame_format": "Dropdown",
-        "reference_face_distance": "Number",
+        "reference_face_distance": "Textbox",  # optional: blank is none (a number box would show 0)
     }
     assert setting_control("reference_face_distance", None, fallback=0.6).value == 0.6  # a slider from the default
+    assert setting_control("face_recognition_score", None).value == ""
     labelled = setting_control("face_swapper_model", "mesh_warp", choice_labels={"inswapper_128": "inswapper (get it)"})
     assert ("inswapper (get it)", "inswapper_128") in labelled.choices
     assert control_value("execution_threads", 3.0) == 3 and control_value("video_chunk_size", "90") == 90

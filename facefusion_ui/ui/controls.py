@@ -93,6 +93,9 @@ def _number_control(key: str, value: Any, label: str, info: str | None, fallback
         step = 1 if whole else round((high - low) / 100, 6)
         shown = fallback if value is None else value
         return gr.Slider(low, high, value=shown, step=step, label=label, info=info, elem_id=elem_id)
+    if _optional(key):  # a number box cannot stay blank (it shows 0), and blank means none here
+        shown = "" if value is None else str(value)
+        return gr.Textbox(value=shown, label=label, info=info or "blank: none (the default)", elem_id=elem_id)
     return gr.Number(value=value, precision=0 if whole else None, label=label, info=info, elem_id=elem_id)
 
 
