@@ -7,9 +7,11 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import cv2
 import httpx
+import numpy as np
 import pytest
 
 from facefusion_ui.errors import UsageError
@@ -44,11 +46,13 @@ def media_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "grace": folder / "grace.png",
         "batch_grace": folder / "batch_grace.png",
         "batch_group": folder / "batch_group.jpg",
+        "blank": folder / "blank.png",
     }
     cv2.imwrite(str(files["face"]), media.astronaut())
     cv2.imwrite(str(files["grace"]), media.grace_hopper())
     cv2.imwrite(str(files["batch_grace"]), media.grace_hopper())
     cv2.imwrite(str(files["batch_group"]), media.t1())
+    cv2.imwrite(str(files["blank"]), np.full((120, 160, 3), 90, np.uint8))
     files["clip"] = videos.write_video(folder / "clip.mp4", videos.moving_face(240, 180, 16), 16, audio=True)
     return files
 
@@ -57,6 +61,7 @@ def media_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningUi]:
     home = tmp_path_factory.mktemp("ui-home")
     running = start_ui(port=free_port(), home=home, overrides={"output_video_preset": "ultrafast"})
+    running.services.runtime.folder = home / "models"  # downloads from the page stay out of the checkout
     yield running
     running.close()
 
@@ -127,64 +132,142 @@ def test_saved_settings_never_change_queued_jobs(ui: RunningUi, media_files: dic
         services.store.set_paused(False)
 
 
-def test_in_a_real_browser(ui: RunningUi, media_files: dict[str, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+@pytest.fixture
+def browser_page(ui: RunningUi) -> Iterator[tuple[Any, list[str]]]:
+    """A Chromium page at 1400x1000 on the running page, and the console errors it logs."""
+    from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed: .ci/run installs it"
     ARTIFACTS.mkdir(exist_ok=True)
+    errors: list[str] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1100})
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(ui.url)
         page.wait_for_selector("#single-start", timeout=60_000)
-
-        # Single: a source photo and a short video, Start, and the result plays
-        page.locator("#single-sources input[type=file]").set_input_files(str(media_files["face"]))
-        page.locator("#single-target input[type=file]").set_input_files(str(media_files["clip"]))
-        expect(page.locator("#single-faces img").first).to_be_visible(timeout=60_000)  # the target's faces
-        page.locator("#single-start").click()
-        expect(page.locator("#single-result-video video")).to_be_visible(timeout=180_000)
-        expect(page.locator("#single-status")).to_contain_text("completed")
-        page.screenshot(path=str(ARTIFACTS / "ui-single.png"), full_page=True)
-
-        # Batch: two targets reach "completed" in the table
-        page.get_by_role("tab", name="Batch").click()
-        page.locator("#batch-sources input[type=file]").set_input_files(str(media_files["face"]))
-        targets = [str(media_files["batch_grace"]), str(media_files["batch_group"])]
-        page.locator("#batch-targets input[type=file]").set_input_files(targets)
-        page.wait_for_timeout(1000)
-        page.locator("#batch-add").click()
-        expect(page.locator("#batch-message")).to_contain_text("queued 2 job(s)", timeout=60_000)
-        table = page.locator("#batch-table")
-        expect(table).to_contain_text("batch_grace.png", timeout=30_000)
-        expect(table).to_contain_text("batch_group.jpg")
-        every_job = len(ui.services.store.jobs())  # all of them end completed, the two new ones included
-        page.wait_for_function(
-            "n => (document.querySelector('#batch-table').innerText.match(/completed/g) || []).length >= n",
-            arg=every_job,
-            timeout=180_000,
-        )
-        batch_jobs = [job for job in ui.services.store.jobs() if Path(job.target).name.startswith("batch_")]
-        assert [job.status for job in batch_jobs] == ["completed", "completed"]
-        page.screenshot(path=str(ARTIFACTS / "ui-batch.png"), full_page=True)
-
-        # Settings: choose another preset and see what it sets
-        page.get_by_role("tab", name="Settings").click()
-        page.locator("#settings-preset input").click()
-        page.get_by_role("option", name="strict").click()
-        expect(page.locator("#settings-preset-table")).to_contain_text("Selected: strict", timeout=30_000)
-        page.locator("#settings-detector input").click()
-        page.get_by_role("option", name="mediapipe_blazeface").click()
-        page.locator("#settings-save").click()
-        expect(page.locator("#settings-saved")).to_contain_text("Saved (preset strict)", timeout=30_000)
-        saved = ui.services.settings()
-        assert (saved.preset, saved.face_detector_model, saved.face_cache_scope) == (
-            "strict",
-            "mediapipe_blazeface",
-            "chunk",
-        )
-        page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
+        yield page, errors
         browser.close()
+
+
+def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
+    from playwright.sync_api import expect
+
+    # sources: the face found in each photo; a photo without one leaves the list, said in the one message area
+    page.locator("#single-sources input[type=file]").set_input_files(
+        [str(media_files["face"]), str(media_files["blank"])]
+    )
+    expect(page.locator("#single-message")).to_contain_text("blank.png removed", timeout=60_000)
+    expect(page.locator("#single-source-faces img")).to_have_count(1, timeout=30_000)
+    expect(page.locator("#single-sources")).not_to_contain_text("blank")
+    # an image target: no frame slider, its faces whole, and a before/after preview without a button
+    page.locator("#single-target input[type=file]").set_input_files(str(media_files["grace"]))
+    expect(page.locator("#single-faces img").first).to_be_visible(timeout=60_000)
+    expect(page.locator("#single-frame")).to_be_hidden()
+    expect(page.locator("#single-preview img")).to_have_count(2, timeout=120_000)
+    assert page.get_by_text("Error", exact=True).count() == 0
+    # a video target: frame slider and trim range with times; Start is disabled while the job runs
+    page.locator("#single-target button[aria-label='Clear']").first.click()
+    page.locator("#single-target input[type=file]").set_input_files(str(media_files["clip"]))
+    expect(page.locator("#single-trim-times")).to_contain_text(
+        "Trim: from 0:00.00 to 0:00.64 (16 frames)", timeout=60_000
+    )
+    expect(page.locator("#single-frame")).to_be_visible()
+    page.locator("#single-start").click()
+    expect(page.locator("#single-message")).to_contain_text("queued: it writes clip_swapped_", timeout=60_000)
+    expect(page.locator("#single-start")).to_be_disabled(timeout=10_000)
+    expect(page.locator("#single-result-video video")).to_be_visible(timeout=180_000)
+    expect(page.locator("#single-status")).to_contain_text("completed")
+    expect(page.locator("#single-start")).to_be_enabled()
+    expect(page.locator("#single-log textarea")).not_to_have_value("", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "ui-single.png"), full_page=True)
+
+
+def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Batch").click()
+    page.locator("#batch-sources input[type=file]").set_input_files(str(media_files["face"]))
+    targets = [str(media_files["batch_grace"]), str(media_files["batch_group"])]
+    page.locator("#batch-targets input[type=file]").set_input_files(targets)
+    expect(page.locator("#batch-targets")).to_contain_text("batch_group", timeout=30_000)
+    page.locator("#batch-add").click()
+    expect(page.locator("#batch-message")).to_contain_text("queued 2 job(s)", timeout=60_000)
+    table = page.locator("#batch-table")
+    expect(table).to_contain_text("batch_grace.png", timeout=30_000)
+    every_job = len(ui.services.store.jobs())  # all of them end completed, the two new ones included
+    page.wait_for_function(
+        "n => (document.querySelector('#batch-table').innerText.match(/completed/g) || []).length >= n",
+        arg=every_job,
+        timeout=180_000,
+    )
+    batch_jobs = [job for job in ui.services.store.jobs() if Path(job.target).name.startswith("batch_")]
+    assert [job.status for job in batch_jobs] == ["completed", "completed"]
+    downloads = page.locator("#batch-downloads")
+    expect(downloads).to_contain_text("batch_grace_swapped", timeout=30_000)
+    expect(downloads).not_to_contain_text("clip_swapped_")  # the Single tab's output stays there
+    # select two rows by clicking them, then act on both
+    for job in batch_jobs:
+        page.locator("#batch-table [role=gridcell]", has_text=Path(job.target).name).first.click()
+        expect(page.locator("#batch-selection")).to_contain_text(f"job {job.id}", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "ui-batch.png"), full_page=True)
+    page.locator("#batch-remove").click()
+    ids = ", ".join(f"job {job.id}" for job in batch_jobs)
+    expect(page.locator("#batch-message")).to_contain_text(f"removed: {ids}", timeout=30_000)
+    expect(table).not_to_contain_text("batch_grace.png", timeout=30_000)
+
+
+def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Settings").click()
+    page.locator("#settings-preset input").click()
+    page.get_by_role("option", name="strict").click()
+    expect(page.locator("#settings-preset-table")).to_contain_text("Selected: strict", timeout=30_000)
+    expect(page.locator("#settings-unsaved")).to_contain_text("Unsaved changes: preset", timeout=30_000)
+    page.locator("#setting-face_detector_model input").click()
+    page.get_by_role("option", name="mediapipe_blazeface").click()
+    page.locator("#setting-execution_providers").get_by_label("directml").check()
+    page.locator("#settings-save").click()
+    saved_line = page.locator("#settings-saved")
+    expect(saved_line).to_contain_text("Saved (preset strict)", timeout=60_000)
+    expect(saved_line).to_contain_text("directml cannot run on this machine")
+    expect(page.locator("#settings-unsaved")).to_have_text("", timeout=30_000)
+    saved = ui.services.settings()
+    assert (saved.preset, saved.face_detector_model, saved.face_cache_scope) == (
+        "strict",
+        "mediapipe_blazeface",
+        "chunk",
+    )
+    assert set(saved.execution_providers) == {"directml", "cpu"}
+    # a model download from the page: its progress, then what went wrong (a file that is not the model)
+    ui.services.downloads.url_for["det_10g"] = url
+    page.locator("#settings-model input").click()
+    page.get_by_role("option", name="det_10g").click()
+    page.locator("#settings-download").click()
+    expect(page.locator("#settings-downloads")).to_contain_text("det_10g: download failed", timeout=120_000)
+    page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
+
+
+def test_in_a_real_browser(
+    ui: RunningUi,
+    media_files: dict[str, Path],
+    browser_page: tuple[Any, list[str]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Single, Batch and Settings as a person uses them, at 1400x1000; no console error, no traceback."""
+    from tests.support.http_server import ServedFile, serve
+
+    page, errors = browser_page
+    caplog.set_level("ERROR")
+    single_flow(page, ui, media_files)
+    batch_flow(page, ui, media_files)
+    with serve(ServedFile(b"not a model" * 100)) as url:
+        settings_flow(page, ui, url)
+    assert errors == [], errors
+    assert [record for record in caplog.records if record.exc_info] == []
+    ui.services.save_settings({"execution_providers": ("cpu",), "preset": "balanced"})
 
 
 def test_share_without_internet_keeps_serving_locally(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -193,6 +276,7 @@ def test_share_without_internet_keeps_serving_locally(tmp_path: Path, caplog: py
     try:
         assert running.share_url is None
         assert "could not get a public share link" in caplog.text and "serving locally only" in caplog.text
+        assert "could not be made" in running.services.notice and running.url in running.services.notice
         assert httpx.get(running.url, timeout=10).status_code == 200
     finally:
         running.close()

@@ -1,10 +1,12 @@
 """The page's handlers called directly, without a browser: real photos and videos, the real job store in
-the private data home, and (where a job must finish) the page's own worker thread."""
+the private data home, and (where a job must finish) the page's own worker thread. A handler's first
+output is its tab's message area: mistakes are asserted there."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,12 @@ import pytest
 
 from facefusion_ui.jobs.store import wait_for
 from facefusion_ui.paths import home_dir
-from facefusion_ui.ui import batch, settings, single
+from facefusion_ui.presets import PRESET_KEYS
+from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
+from facefusion_ui.ui.processor_options import option_fields
 from facefusion_ui.ui.services import UiServices
+from facefusion_ui.ui.single_request import single_keys
 from tests.support import media, videos
 from tests.support.plugins import install_plugin
 
@@ -58,6 +63,34 @@ def working(services: UiServices) -> UiServices:
     return services
 
 
+def request(
+    services: UiServices,
+    sources: Sequence[Path],
+    target: Path | None,
+    processors: Sequence[str] = ("face_swapper",),
+    frame: int = 0,
+    position: int = 0,
+    trim: tuple[int | None, int | None] = (None, None),
+    output: tuple[str, str] = ("", ""),
+    options: Sequence[Any] = (),
+    **chosen: Any,
+) -> list[Any]:
+    """The Single tab's inputs as the page sends them: the fixed ones, one per setting control (the
+    saved value unless ``chosen``), then the processor options."""
+    saved = services.settings()
+    values = [chosen.get(key, getattr(saved, key)) for key in single_keys()]
+    fixed = [[str(path) for path in sources], None if target is None else str(target), frame, *trim]
+    return [*fixed, list(processors), position, *output, *values, *options]
+
+
+def start(services: UiServices, *args: Any, current: int | None = None, **kwargs: Any) -> tuple[Any, ...]:
+    return single_run.run_start(services, single_keys(), current, *request(services, *args, **kwargs))
+
+
+def preview(services: UiServices, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    return single_run.run_preview(services, single_keys(), *request(services, *args, **kwargs))
+
+
 def test_services_live_in_the_private_home(services: UiServices, private_home: Path) -> None:
     assert home_dir() == private_home
     assert services.store.path == private_home / "jobs.db"
@@ -65,96 +98,152 @@ def test_services_live_in_the_private_home(services: UiServices, private_home: P
 
 
 def test_analyse_target_lists_the_faces_of_an_image(services: UiServices, files: dict[str, Path]) -> None:
-    crops, slider, position = single.analyse_target(services, str(files["group"]), 0)
-    assert len(crops) == 6
+    message, crops, frame, first, last, position, times = single_run.analyse_target(services, str(files["group"]), 0)
+    assert len(crops) == 6 and message == ""
     assert [label for _, label in crops] == [f"face {n}" for n in range(6)]
-    assert all(crop.ndim == 3 and crop.shape[2] == 3 for crop, _ in crops)
-    assert (slider.maximum, slider.value, position) == (1, 0, 0)
+    assert all(crop.shape == (160, 160, 3) for crop, _ in crops)  # square: the whole face, not its forehead
+    assert (frame.visible, first.visible, last.visible, position, times) == (False, False, False, 0, "")
 
 
-def test_analyse_target_fits_the_frame_slider_to_a_video(services: UiServices, tmp_path: Path) -> None:
+def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiServices, tmp_path: Path) -> None:
     clip = videos.write_video(tmp_path / "clip.mp4", videos.moving_face(240, 180, 12), 12)
-    crops, slider, _ = single.analyse_target(services, str(clip), 40)
+    _, crops, frame, first, last, _, times = single_run.analyse_target(services, str(clip), 40)
     assert len(crops) == 1
-    assert (slider.maximum, slider.value) == (11, 11)
+    assert (frame.maximum, frame.value, frame.visible) == (11, 11, True)
+    assert (first.value, last.value, last.maximum) == (0, 11, 11)
+    assert times == "Trim: from 0:00.00 to 0:00.48 (12 frames)"
+    assert single_run.trim_times(str(clip), 3, 8) == "Trim: from 0:00.12 to 0:00.36 (6 frames)"
+    assert "before it starts" in single_run.trim_times(str(clip), 8, 3)
+    message, faces, position, moment = single_run.change_frame(services, str(clip), 6)
+    assert (message, len(faces), position, moment) == ("", 1, 0, "Frame 6 at 0:00.24")
 
 
 def test_analyse_target_without_a_target_resets(services: UiServices, files: dict[str, Path]) -> None:
-    crops, slider, position = single.analyse_target(services, None, 3)
-    assert (crops, slider.maximum, slider.value, position) == ([], 1, 0, 0)
-    with pytest.warns(UserWarning, match="No face found in this frame"):
-        crops, _, _ = single.analyse_target(services, str(files["blank"]), 0)
-    assert crops == []
+    message, crops, frame, _, _, position, _ = single_run.analyse_target(services, None, 3)
+    assert (message, crops, frame.visible, position) == ("", [], False, 0)
+    message, crops, *_ = single_run.analyse_target(services, str(files["blank"]), 0)
+    assert crops == [] and "No face found in this frame" in message
 
 
 def test_pick_takes_the_clicked_face() -> None:
-    assert single.pick(gr.SelectData(None, {"index": 4, "value": None})) == 4
+    assert single_run.pick(gr.SelectData(None, {"index": 4, "value": None})) == 4
 
 
-def test_preview_runs_the_chosen_processors(services: UiServices, files: dict[str, Path]) -> None:
-    picture = single.run_preview(
-        services, [str(files["face"])], str(files["grace"]), 0, ["face_swapper"], "mesh_warp", "many", 0
-    )
-    grace = media.grace_hopper()
-    assert picture.shape == grace.shape and picture.dtype == np.uint8
-    assert not np.array_equal(picture, np.ascontiguousarray(grace[:, :, ::-1]))  # RGB and swapped
+def test_sources_show_their_face_and_bad_ones_leave_the_list(services: UiServices, files: dict[str, Path]) -> None:
+    message, kept, thumbnails = single_run.show_sources(services, [str(files["face"]), str(files["blank"])])
+    assert kept == [str(files["face"])]  # the next upload replaces the bad photo instead of joining it
+    assert "blank.png removed: no face found in blank.png" in message
+    assert [(image.shape, name) for image, name in thumbnails] == [((160, 160, 3), "astronaut.png")]
+    message, kept, thumbnails = single_run.show_sources(services, [str(files["face"])])
+    assert (message, len(thumbnails)) == ("", 1) and kept is not None  # nothing dropped: the list untouched
+
+
+def test_preview_shows_before_and_after(services: UiServices, files: dict[str, Path]) -> None:
+    message, (before, after) = preview(services, [files["face"]], files["grace"])
+    grace = np.ascontiguousarray(media.grace_hopper()[:, :, ::-1])
+    assert message == "" and np.array_equal(before, grace)
+    assert after.shape == grace.shape and after.dtype == np.uint8 and not np.array_equal(after, grace)
+    waiting = preview(services, [], files["grace"])
+    assert all(isinstance(part, type(gr.skip())) for part in waiting)  # no nagging before both files are there
 
 
 def test_start_says_what_is_missing(services: UiServices, files: dict[str, Path]) -> None:
-    with pytest.raises(gr.Error, match="add a source photo and a target first"):
-        single.run_start(services, [], str(files["grace"]), 0, ["face_swapper"], "mesh_warp", "many", 0)
-    with pytest.raises(gr.Error, match="choose at least one processor"):
-        single.run_start(services, [str(files["face"])], str(files["grace"]), 0, [], "mesh_warp", "many", 0)
-    with pytest.raises(gr.Error, match="no face"):
-        single.run_start(
-            services, [str(files["blank"])], str(files["grace"]), 0, ["face_swapper"], "mesh_warp", "many", 0
-        )
+    assert "add a source photo and a target first" in start(services, [], files["grace"])[0]
+    assert "choose at least one processor" in start(services, [files["face"]], files["grace"], [])[0]
+    message, *rest = start(services, [files["blank"]], files["grace"])
+    assert "no face found in blank.png" in message and str(files["blank"].parent) not in message
+    assert all(isinstance(part, type(gr.skip())) for part in rest)  # the controls stay as they are
     assert services.store.jobs() == []
 
 
 def test_start_queues_with_the_tab_choices_and_cancel_stops_it(services: UiServices, files: dict[str, Path]) -> None:
-    job_id, line, timer = single.run_start(
-        services, [str(files["face"])], str(files["group"]), 0, ["face_swapper"], "mesh_warp", "reference", 2
+    message, job_id, button, timer, log = start(
+        services, [files["face"]], files["group"], position=2, face_selector_mode="reference"
     )
-    assert (line, timer.active) == (f"job {job_id} queued", True)
-    stored = services.store.get(job_id).payload["settings"]
-    assert (stored["face_selector_mode"], stored["reference_face_position"]) == ("reference", 2)
-    assert stored["output_video_preset"] == "ultrafast"  # the page's own settings beneath the choices
-    status, video, image, download, timer = single.poll(services, job_id)
-    assert status == f"job {job_id}: queued" and timer.active
-    assert not (video.visible or image.visible or download.visible)
-    assert single.run_cancel(services, job_id) == f"job {job_id} cancelled"
-    status, *_, timer = single.poll(services, job_id)
-    assert status == f"job {job_id} cancelled" and timer.active is False
-    assert single.run_cancel(services, None) == "nothing to cancel"
-    assert single.poll(services, None)[0] == ""
+    assert message.startswith(f"Job {job_id} queued: it writes group_swapped_")
+    assert (button.interactive, timer.active, log) == (False, True, "")
+    stored = services.store.get(job_id).payload
+    assert (stored["settings"]["face_selector_mode"], stored["settings"]["reference_face_position"]) == (
+        "reference",
+        2,
+    )
+    assert stored["settings"]["output_video_preset"] == "ultrafast"  # the page's own settings beneath the choices
+    assert stored["origin"] == "single"
+    status, video, image, download, _, timer, button = single_run.poll(services, job_id)
+    assert status == f"job {job_id}: queued" and timer.active and button.interactive is False
+    assert all(isinstance(part, type(gr.skip())) for part in (video, image, download))  # an earlier result stays
+    refused = start(services, [files["face"]], files["grace"], current=job_id)
+    assert "is still running: wait for it or press Cancel" in refused[0] and len(services.store.jobs()) == 1
+    assert single_run.run_cancel(services, job_id) == f"job {job_id} cancelled"
+    status, *_, timer, button = single_run.poll(services, job_id)
+    assert status == f"job {job_id} cancelled" and timer.active is False and button.interactive is True
+    assert single_run.run_cancel(services, None) == "nothing to cancel"
+    assert single_run.run_cancel(services, job_id) == f"job {job_id} is already cancelled: nothing to cancel"
+    assert single_run.poll(services, None)[0] == ""
 
 
-def test_started_job_completes_and_poll_shows_the_result(working: UiServices, files: dict[str, Path]) -> None:
-    job_id, _, _ = single.run_start(
-        working, [str(files["face"])], str(files["grace"]), 0, ["face_swapper"], "mesh_warp", "many", 0
+def test_a_cancelled_running_job_says_cancelling_until_it_stops(services: UiServices, files: dict[str, Path]) -> None:
+    _, job_id, *_ = start(services, [files["face"]], files["grace"])
+    claimed = services.store.claim("test-owner", 60)
+    assert claimed is not None and claimed.id == job_id
+    services.store.report(job_id, "test-owner", frames_done=3, frames_total=10, fps=2.0)
+    assert single_run.run_cancel(services, job_id) == f"job {job_id} is stopping"
+    status, *_, timer, button = single_run.poll(services, job_id)
+    assert status == f"job {job_id}: cancelling (it stops at its next frames)"
+    assert timer.active and button.interactive is False
+    assert batch.table_rows(services)[0][3] == "cancelling"
+
+
+def test_trim_and_output_settings_go_into_the_job(services: UiServices, files: dict[str, Path], tmp_path: Path) -> None:
+    clip = videos.write_video(tmp_path / "clip.mp4", videos.moving_face(240, 180, 12), 12)
+    message, job_id, *_ = start(
+        services, [files["face"]], clip, trim=(2, 8), output=("mine", "holiday"), output_video_quality=55
     )
+    payload = services.store.get(job_id).payload
+    assert message == f"Job {job_id} queued: it writes mine/holiday.mp4"
+    assert (payload["settings"]["trim_frame_start"], payload["settings"]["trim_frame_end"]) == (2, 9)
+    assert payload["settings"]["output_video_quality"] == 55
+    assert Path(payload["output"]) == services.outputs_dir / "mine" / "holiday.mp4"
+    _, again, *_ = start(services, [files["face"]], clip, trim=(0, 11), output=("mine", "holiday.mp4"))
+    stored = services.store.get(again).payload
+    assert Path(stored["output"]).name == "holiday-2.mp4"  # never overwrites the first
+    assert (stored["settings"]["trim_frame_start"], stored["settings"]["trim_frame_end"]) == (None, None)
+    assert "before it starts" in start(services, [files["face"]], clip, trim=(8, 2))[0]
+    assert "output name '../x'" in start(services, [files["face"]], clip, output=("", "../x"))[0]
+    assert "inside the outputs folder" in start(services, [files["face"]], clip, output=("/tmp", ""))[0]
+
+
+def test_started_job_completes_and_poll_shows_the_result_and_log(working: UiServices, files: dict[str, Path]) -> None:
+    _, job_id, *_ = start(working, [files["face"]], files["grace"])
     job = wait_for(working.store, job_id, timeout_s=300)
     assert job.status == "completed", job.last_error
-    status, video, image, download, timer = single.poll(working, job_id)
+    status, video, image, download, log, timer, button = single_run.poll(working, job_id)
     assert status == f"job {job_id} completed"
-    assert (video.visible, image.visible, download.visible, timer.active) == (False, True, True, False)
+    assert (video.visible, image.visible, download.visible, timer.active, button.interactive) == (
+        False,
+        True,
+        True,
+        False,
+        True,
+    )
+    assert "completed" in log or "done" in log, log
     assert job.result is not None
     output = Path(job.result["output"])
     assert output.parent == working.outputs_dir and media.read(output).shape == media.grace_hopper().shape
     shown = Path(image.value["path"])
     assert shown.name == output.name and shown.read_bytes() == output.read_bytes()
+    assert batch.finished_outputs(working) == []  # the Single tab's output is not the Batch tab's
 
 
 def test_batch_add_queues_the_good_targets_and_lists_the_rejected(services: UiServices, files: dict[str, Path]) -> None:
     targets = [str(files["grace"]), str(files["broken"]), str(files["group"])]
-    with pytest.warns(UserWarning, match="1 target"):
-        message, rows = batch.run_add(services, [str(files["face"])], targets, "week 1", 3)
-    assert message.startswith("queued 2 job(s)\n- rejected broken.mp4: ")
-    assert [(row[1], row[2]) for row in rows] == [("grace.png", "queued"), ("group.jpg", "queued")]
+    message, rows = batch.run_add(services, [str(files["face"])], targets, "week 1", 3)
+    assert "queued 2 job(s)\n- rejected broken.mp4: " in message
+    assert [(row[2], row[3]) for row in rows] == [("grace.png", "queued"), ("group.jpg", "queued")]
     outputs = [Path(job.payload["output"]) for job in services.store.jobs()]
     assert {path.parent for path in outputs} == {services.outputs_dir / "week 1"}
     assert {job.priority for job in services.store.jobs()} == {3}
+    assert {job.payload["origin"] for job in services.store.jobs()} == {"batch"}
 
 
 def test_adding_the_same_targets_twice_never_shares_an_output(services: UiServices, files: dict[str, Path]) -> None:
@@ -167,63 +256,118 @@ def test_adding_the_same_targets_twice_never_shares_an_output(services: UiServic
 
 
 def test_batch_add_refuses_missing_files_and_escaping_folders(services: UiServices, files: dict[str, Path]) -> None:
-    with pytest.raises(gr.Error, match="add at least one source photo and one target"):
-        batch.run_add(services, [str(files["face"])], None, "batch", 0)
+    message, _ = batch.run_add(services, [str(files["face"])], None, "batch", 0)
+    assert "add at least one source photo and one target" in message
     for folder in ("../elsewhere", "/tmp/out"):
-        with pytest.raises(gr.Error, match="a name inside the outputs folder"):
-            batch.run_add(services, [str(files["face"])], [str(files["grace"])], folder, 0)
+        message, _ = batch.run_add(services, [str(files["face"])], [str(files["grace"])], folder, 0)
+        assert "a name inside the outputs folder" in message
     assert services.store.jobs() == []
 
 
-def test_batch_job_actions(services: UiServices, files: dict[str, Path]) -> None:
-    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
-    (job,) = services.store.jobs()
-    with pytest.raises(gr.Error, match="type the id of a job"):
-        batch.act_on_job(services, "cancel", None)
-    message, rows = batch.act_on_job(services, "cancel", job.id)
-    assert message == f"job {job.id}: cancel done" and rows[0][2] == "cancelled"
-    message, rows = batch.act_on_job(services, "retry", job.id)
-    assert message == f"job {job.id}: retry done" and rows[0][2] == "queued"
-    message, rows = batch.act_on_job(services, "remove", float(job.id))
-    assert message == f"job {job.id}: remove done" and rows == []
+def select(services: UiServices, selected: list[int], row: int) -> list[int]:
+    chosen, _, _ = batch.toggle_row(services, selected, gr.SelectData(None, {"index": [row, 2], "value": ""}))
+    return chosen
+
+
+def test_batch_rows_are_selected_by_clicking_and_acted_on(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"]), str(files["group"])], "", 0)
+    first, second = (job.id for job in services.store.jobs())
+    assert "select jobs first" in batch.act_on_jobs(services, "cancel", [])[0]
+    chosen = select(services, select(services, [], 0), 1)
+    assert chosen == [first, second]
+    assert batch.selection_line(chosen) == f"Selected: job {first}, job {second}"
+    assert [row[0] for row in batch.table_rows(services, chosen)] == ["✓", "✓"]
+    assert select(services, chosen, 0) == [second]  # a second click unselects
+    message, kept, _, rows = batch.act_on_jobs(services, "cancel", chosen)
+    assert message == f"cancelled: job {first}, job {second}" and kept == chosen
+    assert [row[3] for row in rows] == ["cancelled", "cancelled"]
+    message, kept, _, rows = batch.act_on_jobs(services, "retry", [first])
+    assert message == f"queued again: job {first}" and rows[0][3] == "queued"
+    message, kept, line, rows = batch.act_on_jobs(services, "remove", [first, second])
+    assert message == f"removed: job {first}, job {second}" and kept == [] and rows == []
+    assert line.startswith("Click rows")
     assert batch.refresh(services) == ([], None)
 
 
-def test_batch_refresh_offers_finished_outputs(working: UiServices, files: dict[str, Path]) -> None:
+def test_batch_actions_say_per_job_what_could_not_be_done(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"]), str(files["group"])], "", 0)
+    first, second = (job.id for job in services.store.jobs())
+    services.store.claim("test-owner", 60)  # the first one runs
+    message, kept, _, _ = batch.act_on_jobs(services, "remove", [first, second])
+    assert message.startswith(f"⚠️ removed: job {second}\n- job {first} is running: cancel it first")
+    assert "run.py" not in message and kept == [first]
+
+
+def test_batch_refresh_offers_its_finished_outputs_once(working: UiServices, files: dict[str, Path]) -> None:
     batch.run_add(working, [str(files["face"])], [str(files["grace"])], "done", 0)
     (job,) = working.store.jobs()
     assert wait_for(working.store, job.id, timeout_s=300).status == "completed"
     rows, downloads = batch.refresh(working)
-    assert rows[0][2:4] == ["completed", "100%"]
+    assert rows[0][3:5] == ["completed", "100%"]
     assert downloads == [str(working.outputs_dir / "done" / "grace_swapped.png")]
+    unchanged, _ = batch.refresh(working, [], rows)
+    assert isinstance(unchanged, type(gr.skip()))  # nothing new: the table is not sent again
 
 
-def test_choose_preset_shows_and_fills_its_values() -> None:
-    table, threads, limit, lifetime, chunk, saved = settings.choose_preset("strict")
-    assert "Selected: **strict**" in table
-    assert isinstance(threads.value, int) and isinstance(limit.value, int)
-    assert lifetime.value is not None and chunk.value and saved == ""
+def test_old_jobs_without_an_origin_stay_readable(services: UiServices, files: dict[str, Path]) -> None:
+    base = {"sources": [str(files["face"])], "target": str(files["grace"]), "settings": {}}
+    old_single = services.store.add({**base, "output": str(services.outputs_dir / "grace_swapped_20240101-1.png")})
+    old_batch = services.store.add({**base, "output": str(services.outputs_dir / "b" / "grace_swapped.png")})
+    assert batch.job_origin(services.store.get(old_single)) == "single"
+    assert batch.job_origin(services.store.get(old_batch)) == "batch"
+    assert [row[1] for row in batch.table_rows(services)] == [old_single, old_batch]
+
+
+def test_choose_preset_shows_and_fills_every_preset_value() -> None:
+    table, *updates, saved = settings.choose_preset("strict")
+    assert "Selected: **strict**" in table and saved == ""
+    values = dict(zip(PRESET_KEYS, (update["value"] for update in updates), strict=True))
+    assert isinstance(values["execution_threads"], int) and isinstance(values["face_cache_limit"], int)
+    assert values["face_cache_lifetime"] is not None and values["video_chunk_size"]
+    assert values["face_cache_scope"] == "chunk"
+
+
+def fields(services: UiServices, **changes: Any) -> list[Any]:
+    """The Settings tab's field values as the page sends them: the saved ones unless changed."""
+    saved = services.settings()
+    return [changes.get(key, getattr(saved, key)) for key in settings.settings_keys()]
 
 
 def test_save_settings_stores_them_for_later_jobs(services: UiServices, private_home: Path) -> None:
-    fields: list[Any] = ["strict", ["cpu"], 3, "mediapipe_blazeface", 4, "0.4", 50, 12.5, "auto", "libx264", 70]
-    assert settings.run_save(services, *fields) == "Saved (preset strict): applies to jobs queued from now on."
+    chosen = {"execution_threads": 3.0, "face_detector_model": "mediapipe_blazeface", "face_recognition_score": "0.4"}
+    values = fields(services, video_chunk_size="auto", face_cache_scope="chunk", **chosen)
+    assert settings.unsaved_line(services, "strict", *values).startswith("● Unsaved changes: preset, video_chunk_size")
+    message, unsaved = settings.run_save(services, "strict", *values)
+    assert message == "Saved (preset strict): applies to jobs queued from now on." and unsaved == ""
     saved = services.settings()
     assert (saved.preset, saved.execution_threads, saved.face_recognition_score) == ("strict", 3, 0.4)
     assert (saved.video_chunk_size, saved.face_cache_scope) == ("auto", "chunk")
     stored = json.loads((private_home / "settings.json").read_text())
     assert stored["preset"] == "strict" and stored["face_detector_model"] == "mediapipe_blazeface"
+    assert settings.unsaved_line(services, "strict", *fields(services)) == ""
 
 
 def test_save_settings_says_what_is_wrong(services: UiServices) -> None:
-    fields: list[Any] = ["balanced", ["cpu"], 2, "dlib_hog", 5, "", 100, 20.0, "60", "libx264", 80]
-    with pytest.raises(gr.Error, match="choose at least one execution provider"):
-        settings.run_save(services, fields[0], [], *fields[2:])
-    with pytest.raises(gr.Error, match="identity match distance 'close' is not a number"):
-        settings.run_save(services, *[*fields[:5], "close", *fields[6:]])
-    with pytest.raises(gr.Error, match="video_chunk_size"):
-        settings.run_save(services, *[*fields[:8], "soon", *fields[9:]])
+    message, _ = settings.run_save(services, "balanced", *fields(services, execution_providers=[]))
+    assert "choose at least one execution provider" in message
+    message, _ = settings.run_save(services, "balanced", *fields(services, face_recognition_score="close"))
+    assert "identity match distance 'close' is not a number" in message
+    message, _ = settings.run_save(services, "balanced", *fields(services, video_chunk_size="soon"))
+    assert "video_chunk_size" in message
+    assert "not valid" in settings.unsaved_line(services, "balanced", *fields(services, video_chunk_size="soon"))
     assert not (services.store.path.parent / "settings.json").exists()
+
+
+def test_save_warns_about_what_cannot_work_here(
+    services: UiServices, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(services.runtime, "folder", tmp_path / "no-models")  # nothing downloaded there
+    values = fields(services, execution_providers=["directml", "cpu"], face_detector_model="det_10g")
+    message, _ = settings.run_save(services, "balanced", *values)
+    assert message.startswith("⚠️ Saved (preset balanced)")
+    assert "- directml cannot run on this machine (this onnxruntime build has no DmlExecutionProvider)" in message
+    assert "- det_10g (face_detector_model) is not downloaded" in message
+    assert services.settings().face_detector_model == "det_10g"  # saved all the same, with the warning
 
 
 def test_api_swap_waits_for_the_output(working: UiServices, files: dict[str, Path]) -> None:
@@ -241,7 +385,7 @@ def with_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_processor_options_get_a_control_each(with_plugin: None, services: UiServices) -> None:
-    assert [(name, option.name) for name, option in single.option_fields(services)] == [
+    assert [(name, option.name) for name, option in option_fields(services)] == [
         ("tint", "level"),
         ("tint", "channel"),
         ("tint", "enabled"),
@@ -256,36 +400,116 @@ def test_processor_options_get_a_control_each(with_plugin: None, services: UiSer
     assert isinstance(enabled, gr.Checkbox) and enabled.value is True
     assert isinstance(gain, gr.Slider) and gain.maximum == 1.0
     assert level.label == "tint: value written into the channel"
+    assert len(tab.setting_controls) == len(single_keys())
 
 
 def test_start_queues_the_option_controls_values(
     with_plugin: None, services: UiServices, files: dict[str, Path]
 ) -> None:
-    paths = ([str(files["face"])], str(files["grace"]), 0)
-    job_id, _, _ = single.run_start(services, *paths, ["tint"], "mesh_warp", "many", 0, 120.0, "blue", False, 0.25)
+    paths = ([files["face"]], files["grace"])
+    _, job_id, *_ = start(services, *paths, ["tint"], options=[120.0, "blue", False, 0.25])
     stored = services.store.get(job_id).payload["settings"]
     assert stored["processor_options"] == {"tint": {"level": 120, "channel": "blue", "enabled": False, "gain": 0.25}}
-    job_id, _, _ = single.run_start(
-        services, *paths, ["face_swapper"], "mesh_warp", "many", 0, 120.0, "blue", False, 0.25
-    )
+    _, job_id, *_ = start(services, *paths, ["face_swapper"], options=[120.0, "blue", False, 0.25])
     assert services.store.get(job_id).payload["settings"]["processor_options"] == {}
-    with pytest.raises(gr.Error, match=r"invalid value 3\.0 for option 'tint\.gain': allowed a number from 0 to 1"):
-        single.run_start(services, *paths, ["tint"], "mesh_warp", "many", 0, 120.0, "blue", True, 3.0)
+    message, *_ = start(services, *paths, ["tint"], options=[120.0, "blue", True, 3.0])
+    assert "invalid value 3.0 for option 'tint.gain': allowed a number from 0 to 1" in message
 
 
 def test_preview_applies_the_option_controls(with_plugin: None, services: UiServices, files: dict[str, Path]) -> None:
-    picture = single.run_preview(
-        services,
-        [str(files["face"])],
-        str(files["grace"]),
-        0,
-        ["tint"],
-        "mesh_warp",
-        "many",
-        0,
-        50.0,
-        "green",
-        True,
-        1.0,
-    )
+    _, (_, picture) = preview(services, [files["face"]], files["grace"], ["tint"], options=[50.0, "green", True, 1.0])
     assert (picture[:, :, 1] == 50).all()  # RGB: green is the middle channel
+
+
+def test_controls_come_from_the_settings_rules() -> None:
+    from facefusion_ui.ui.controls import control_value, present, setting_control
+
+    made = {
+        key: setting_control(key, value)
+        for key, value in {
+            "face_identity_cache": True,
+            "face_selector_mode": "many",
+            "face_detector_model": "dlib_hog",
+            "execution_providers": ("cpu",),
+            "execution_threads": 2,
+            "face_cache_limit": 100,
+            "face_mask_blur": 0.3,
+            "video_chunk_size": 60,
+            "video_temp_frame_format": None,
+            "reference_face_distance": None,
+        }.items()
+    }
+    kinds = {key: type(control).__name__ for key, control in made.items()}
+    assert kinds == {
+        "face_identity_cache": "Checkbox",
+        "face_selector_mode": "Radio",
+        "face_detector_model": "Dropdown",
+        "execution_providers": "CheckboxGroup",
+        "execution_threads": "Slider",
+        "face_cache_limit": "Number",
+        "face_mask_blur": "Slider",
+        "video_chunk_size": "Textbox",
+        "video_temp_frame_format": "Dropdown",
+        "reference_face_distance": "Textbox",  # optional: blank is none (a number box would show 0)
+    }
+    assert setting_control("reference_face_distance", None, fallback=0.6).value == 0.6  # a slider from the default
+    assert setting_control("face_recognition_score", None).value == ""
+    labelled = setting_control("face_swapper_model", "mesh_warp", choice_labels={"inswapper_128": "inswapper (get it)"})
+    assert ("inswapper (get it)", "inswapper_128") in labelled.choices
+    assert control_value("execution_threads", 3.0) == 3 and control_value("video_chunk_size", "90") == 90
+    assert (
+        control_value("video_temp_frame_format", "none") is None and control_value("face_recognition_score", "") is None
+    )
+    assert control_value("execution_providers", ["cuda", "cpu"]) == ("cuda", "cpu")
+    with pytest.raises(Exception, match="'execution_threads'"):
+        control_value("execution_threads", 500.0)
+    assert present(["no_such_setting", "face_mask_blur"]) == ("face_mask_blur",)  # later settings plug in
+
+
+def test_messages_name_files_as_the_person_knows_them_and_offer_the_page_remedy() -> None:
+    from facefusion_ui.ui.common import plain_message, reported
+
+    upload = "/home/me/.facefusion_ui/ui-uploads/" + "ab" * 32 + "/my photo.png"
+    assert plain_message(f"no face found in {upload}: use another") == "no face found in my photo.png: use another"
+    assert plain_message("model 'x_1' is not downloaded: run 'python run.py models download x_1'") == (
+        "model 'x_1' is not downloaded: download x_1 on the Settings tab (Models)"
+    )
+    assert plain_message("job 3 is running: cancel it first ('run.py batch cancel 3')") == (
+        "job 3 is running: cancel it first"
+    )
+
+    @reported(3)
+    def failing() -> tuple[str, str, str]:
+        raise ValueError("boom")
+
+    message, *rest = failing()
+    assert message.startswith("⚠️ internal error (ValueError: boom)")
+    assert all(isinstance(part, type(gr.skip())) for part in rest)
+
+
+def test_models_download_with_progress_and_delete(services: UiServices, tmp_path: Path) -> None:
+    import hashlib
+
+    from facefusion_ui.models import ModelSpec
+    from tests.support.http_server import ServedFile, serve
+
+    body = bytes(range(256)) * 4096
+    services.runtime.folder = tmp_path / "models"
+    with serve(ServedFile(body)) as url:
+        spec = ModelSpec("tiny_detector", "detector", "onnx", file="tiny.onnx", url=url, size=len(body))
+        services.runtime.manifest["tiny_detector"] = ModelSpec(
+            **{**spec.__dict__, "sha256": hashlib.sha256(body).hexdigest()}
+        )
+        assert "already" not in settings.start_download(services, "tiny_detector")
+        deadline = time.monotonic() + 120
+        while services.downloads.running() and time.monotonic() < deadline:  # wait for the download to end
+            time.sleep(0.1)
+    lines, rows = settings.download_progress(services)
+    assert "tiny_detector: downloaded and verified" in lines
+    assert rows[-1][:4] == ["tiny_detector", "detector", "yes", "yes"]
+    assert settings.start_download(services, "tiny_detector") == "tiny_detector is already downloaded"
+    message, rows = settings.delete_model(services, "tiny_detector")
+    assert message == "tiny_detector deleted" and rows[-1][2] == "no"
+    assert not (tmp_path / "models" / "tiny.onnx").exists()
+    assert "is not downloaded" in settings.delete_model(services, "tiny_detector")[0]
+    assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]

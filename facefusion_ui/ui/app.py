@@ -54,6 +54,11 @@ def check_port(host: str, port: int) -> None:
             ) from error
 
 
+PAGE_CSS = ".face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }"
+"""Face galleries as a strip of small whole thumbnails: Gradio widens a lone item to the full width, and the
+gallery's height then shows only its top (a forehead)."""
+
+
 def build_app(services: Any) -> Any:
     import gradio as gr
 
@@ -64,6 +69,8 @@ def build_app(services: Any) -> Any:
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
+        notice = gr.Markdown("", elem_id="page-notice")
+        demo.load(lambda: services.notice, None, notice, show_progress="hidden")
         with gr.Tab("Single", id="single"):
             build_single_tab(services)
         with gr.Tab("Batch", id="batch"):
@@ -123,6 +130,7 @@ def start_ui(
             show_error=True,
             quiet=True,
             theme=gr.themes.Soft(),
+            css=PAGE_CSS,
             footer_links=[],
             app_kwargs={"middleware": [throttle]} if credentials else None,
         )
@@ -133,7 +141,15 @@ def start_ui(
     share_url = getattr(demo, "share_url", None)
     if share and not share_url:
         logger.warning("could not get a public share link (no internet access?): serving locally only at %s", url)
+        services.notice = share_notice(url)
     return RunningUi(demo, services, url, share_url)
+
+
+def share_notice(url: str) -> str:
+    return (
+        f"⚠️ The public share link (--share) could not be made (no internet access?): "
+        f"this page is served locally only, at {url}"
+    )
 
 
 def serve(host: str, port: int, share: bool, auth: str | None, preset: str | None, overrides: dict[str, Any]) -> None:

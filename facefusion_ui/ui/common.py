@@ -1,9 +1,11 @@
-"""Helpers the tabs share: plain-words errors, progress text, output names."""
+"""Helpers the tabs share: plain-words errors (raised for the API, shown in a tab's one message area for
+the page), progress text, output names."""
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +28,7 @@ def plain_errors(handler: Handler) -> Handler:
         try:
             return handler(*args, **kwargs)
         except FacefusionError as error:
-            raise gr.Error(str(error), print_exception=False) from error
+            raise gr.Error(plain_message(str(error)), print_exception=False) from error
         except gr.Error:
             raise
         except Exception as error:  # logged with its traceback for the developer, one line for the user
@@ -36,6 +38,52 @@ def plain_errors(handler: Handler) -> Handler:
             ) from error
 
     return wrapped  # type: ignore[return-value]
+
+
+UPLOAD_PATH = re.compile(r"(?:[^\s'\"]*/)?[0-9a-f]{32,64}/([^/\s'\"]+)")
+"""A file as Gradio keeps an upload (``.../ui-uploads/<hash>/name.png``): shown by its name."""
+FILE_PATH = re.compile(r"(?<![\w.])(?:/[^\s'\"/:]+)+/([^/\s'\":]+\.[A-Za-z0-9]{1,5})\b")
+"""Any other absolute path of a file: shown by its name, as the person picked it."""
+COMMAND_HINTS = (
+    (re.compile(r"run '?python run\.py models download ([\w.\-]+)'?"), r"download \1 on the Settings tab (Models)"),
+    (re.compile(r"'?python run\.py models (?:import|verify|list)[^']*'?"), "the Settings tab (Models)"),
+    (re.compile(r" ?\('?run\.py batch cancel \d+'?\)"), ""),
+    (re.compile(r": '?run\.py batch list[^']*'? shows (?:the jobs|them)"), ""),
+)
+"""Command-line remedies in library messages, as the page offers them."""
+
+
+def plain_message(text: str) -> str:
+    """A library message as the page shows it: uploads by their file name, remedies the page offers."""
+    text = FILE_PATH.sub(r"\1", UPLOAD_PATH.sub(r"\1", text))
+    for pattern, replacement in COMMAND_HINTS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def problem(text: str) -> str:
+    return f"⚠️ {plain_message(text)}"
+
+
+def reported(outputs: int) -> Callable[[Handler], Handler]:
+    """For a page handler whose first output is its tab's message area: a mistake becomes that message
+    (the other ``outputs - 1`` outputs unchanged, their controls usable), never an error pill."""
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return handler(*args, **kwargs)
+            except FacefusionError as error:
+                message = problem(str(error))
+            except Exception as error:  # logged with its traceback for the developer, one line for the user
+                logger.exception("UI action failed")
+                message = problem(f"internal error ({type(error).__name__}: {error}); see the terminal log")
+            return message if outputs == 1 else (message, *(gr.skip() for _ in range(outputs - 1)))
+
+        return wrapped  # type: ignore[return-value]
+
+    return decorate
 
 
 def file_path(value: Any) -> Path | None:
@@ -55,6 +103,8 @@ def file_paths(values: Any) -> list[Path]:
 def progress_line(job: Job) -> str:
     if job.status == "queued":
         return f"job {job.id}: {job.status_line or 'queued'}"
+    if job.status == "running" and job.cancel_requested:
+        return f"job {job.id}: cancelling (it stops at its next frames)"
     if job.status == "running":
         eta = f" · ETA {job.eta_s:.0f} s" if job.eta_s is not None else ""
         chunk = f" · chunk {job.chunk}/{job.chunks_total}" if job.chunks_total else ""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from facefusion_ui.config import build_state, save_config
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -19,6 +19,10 @@ from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.paths import home_dir
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, StateManager
+from facefusion_ui.ui.downloads import PageDownloads
+
+Origin = Literal["single", "batch", "api"]
+"""The part of the page that queued a job (``payload["origin"]``); jobs from the command line have none."""
 
 
 @dataclass
@@ -29,7 +33,10 @@ class UiServices:
     registry: ProcessorRegistry
     outputs_dir: Path
     uploads_dir: Path
+    downloads: PageDownloads
     worker: Worker | None = None
+    notice: str = ""
+    """A line the page shows above its tabs (e.g. that the share link could not be made)."""
     _thread: threading.Thread | None = field(default=None, repr=False)
 
     @classmethod
@@ -45,13 +52,15 @@ class UiServices:
         if overrides:
             state.update(overrides)
         settings = state.snapshot()
+        runtime = ModelRuntime.create(settings)
         services = cls(
             state=state,
             store=JobStore(home / "jobs.db"),
-            runtime=ModelRuntime.create(settings),
+            runtime=runtime,
             registry=ProcessorRegistry.discover(),
             outputs_dir=home / "outputs",
             uploads_dir=home / "ui-uploads",
+            downloads=PageDownloads(runtime),
         )
         services.outputs_dir.mkdir(parents=True, exist_ok=True)
         services.uploads_dir.mkdir(parents=True, exist_ok=True)
@@ -88,10 +97,19 @@ class UiServices:
         save_config(self.state.snapshot(), self.store.path.parent / "settings.json")
         return self.state.snapshot()
 
-    def enqueue(self, sources: list[Path], target: Path, output: Path, settings: Settings, priority: int = 0) -> int:
+    def enqueue(
+        self,
+        sources: list[Path],
+        target: Path,
+        output: Path,
+        settings: Settings,
+        priority: int = 0,
+        origin: Origin = "api",
+    ) -> int:
         """Validate (clear error on bad input) and queue one job with a frozen settings snapshot. The page
-        names its outputs itself, so one taken by a live job or an existing file steps aside (``-2``...)."""
-        payload = make_payload(sources, target, output, settings)
+        names its outputs itself, so one taken by a live job or an existing file steps aside (``-2``...).
+        ``origin``: the tab that queued it, which shows its output."""
+        payload = {**make_payload(sources, target, output, settings), "origin": origin}
         validate_job(payload, self.runtime)
         job_id, _ = claim_output(SqliteBackend(self.store), payload, priority, made=True)
         return int(job_id)

@@ -1,24 +1,82 @@
-"""The Settings tab: presets (what each sets, and the one suggested here), execution, identity cache,
-chunks, output, and the models with the command to get the missing ones. Saved settings apply to jobs
-queued afterwards, never to queued ones (each job keeps the snapshot it was queued with). Laid out by
-``render_settings_tab``, wired by ``listen_settings_tab`` to module-level handlers over ``UiServices``."""
+"""The Settings tab: presets (what each sets, the one suggested here) with every preset value editable,
+execution, faces and output defaults, each control made from its setting's rule; unsaved changes are
+marked, and saving warns about what cannot work here (a provider this machine lacks, a model not
+downloaded). Models are listed with download (with progress) and delete. Saved settings apply to jobs
+queued afterwards, never to queued ones. Laid out by ``render_settings_tab``, wired by
+``listen_settings_tab`` to module-level handlers over ``UiServices``."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
-from facefusion_ui.errors import SettingsError
+from facefusion_ui.errors import FacefusionError, SettingsError
+from facefusion_ui.inference import check_provider
 from facefusion_ui.memory import probe_gpus, system_memory
-from facefusion_ui.models import download_command, model_state
+from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
-from facefusion_ui.state_manager import Settings, validate_item
-from facefusion_ui.types import ExecutionProvider, FaceDetectorModel, PresetName, VideoEncoder, choices
-from facefusion_ui.ui.common import plain_errors
+from facefusion_ui.state_manager import Settings, setting_rule
+from facefusion_ui.types import PresetName, choices
+from facefusion_ui.ui.common import plain_message, problem, reported
+from facefusion_ui.ui.controls import control_update, control_values, present, setting_control
+from facefusion_ui.ui.downloads import status_line
+from facefusion_ui.ui.processor_options import installed, model_labels
 from facefusion_ui.ui.services import UiServices
+
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Preset values (the preset fills them in; each can be changed)", PRESET_KEYS),
+    ("Execution", ("execution_providers", "execution_device_id")),
+    (
+        "Faces",
+        (
+            "face_detector_model",
+            "face_detector_interval",
+            "face_detector_score",
+            "face_landmarker_model",
+            "face_recognizer_model",
+            "face_recognition_score",
+            "face_identity_cache",
+            "face_selector_order",
+        ),
+    ),
+    (
+        "Output defaults",
+        (
+            "output_video_encoder",
+            "output_video_preset",
+            "output_video_quality",
+            "output_image_quality",
+            "video_copy_unchanged",
+        ),
+    ),
+)
+"""The tab's sections and their settings; names not (yet) in ``Settings`` are skipped."""
+LABELS = {
+    "face_detector_model": "Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
+    "face_detector_interval": "Videos: full-frame detection every N frames, faces followed between",
+    "face_recognition_score": "identity match distance",
+    "video_chunk_size": "Chunk length (seconds or auto)",
+    "execution_providers": "Execution providers (in order)",
+}
+MODEL_SETTINGS: dict[str, str | None] = {
+    "face_detector_model": None,
+    "face_landmarker_model": None,
+    "face_recognizer_model": None,
+    "face_swapper_model": "face_swapper",
+    "face_enhancer_model": "face_enhancer",
+}
+"""Settings naming a model, checked at save: always, or when the processor named here is in use."""
+PER_ROW = 4
+MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it is"]
+
+
+def settings_keys() -> tuple[str, ...]:
+    """The settings with a control on the tab, in the order ``run_save`` takes them."""
+    return present(dict.fromkeys(key for _, keys in GROUPS for key in keys))
 
 
 def suggested() -> str:
@@ -35,113 +93,72 @@ def preset_table(selected: str) -> str:
     return "\n".join(lines) + f"\n\nSuggested for this machine: **{suggested()}**. Selected: **{selected}**."
 
 
-def model_rows(services: UiServices) -> list[list[str]]:
+def model_rows(services: UiServices) -> list[list[Any]]:
     rows = []
     for spec in services.runtime.manifest.values():
         state = model_state(spec, services.runtime.folder)
         verified = {True: "yes", False: "MISMATCH", None: "-"}[state.verified]
-        how = "" if state.installed else (download_command(spec.name) if spec.kind == "onnx" else "reinstall")
-        rows.append([spec.name, spec.role, spec.kind, "yes" if state.installed else "no", verified, how])
+        size = f"{spec.size / 1e6:.0f}" if spec.size else ("included" if spec.kind == "embedded" else "?")
+        rows.append([spec.name, spec.role, "yes" if state.installed else "no", verified, size, spec.description])
     return rows
 
 
-def match_distance(text: str) -> float | None:
-    value = (text or "").strip()
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise SettingsError(
-            f"identity match distance '{value}' is not a number: leave it blank or type e.g. 0.5"
-        ) from None
-
-
-def chunk_value(text: str) -> int | str:
-    value: int | str = validate_item("video_chunk_size", text.strip())
-    return value
+def downloadable(services: UiServices) -> list[str]:
+    return [spec.name for spec in services.runtime.manifest.values() if spec.kind == "onnx"]
 
 
 @dataclass(frozen=True)
 class SettingsTab:
-    """The fields of the Settings tab, in the order ``run_save`` takes them, and its other parts."""
+    """The controls of the Settings tab (one per ``settings_keys()``, in order) and its other parts."""
 
     preset: Any
-    providers: Any
-    threads: Any
-    detector: Any
-    interval: Any
-    score: Any
-    limit: Any
-    lifetime: Any
-    chunk: Any
-    encoder: Any
-    quality: Any
+    controls: list[Any]
     table: Any
     save: Any
     saved: Any
+    unsaved: Any
+    model: Any
+    download: Any
+    delete: Any
+    models: Any
+    downloads: Any
+    timer: Any
 
     def fields(self) -> list[Any]:
-        return [
-            self.preset,
-            self.providers,
-            self.threads,
-            self.detector,
-            self.interval,
-            self.score,
-            self.limit,
-            self.lifetime,
-            self.chunk,
-            self.encoder,
-            self.quality,
-        ]
+        return [self.preset, *self.controls]
 
 
-def render_execution(settings: Settings) -> dict[str, Any]:
-    with gr.Row():
-        providers = gr.CheckboxGroup(
-            list(choices(ExecutionProvider)),
-            value=list(settings.execution_providers),
-            label="Execution providers (in order)",
-        )
-        threads = gr.Slider(1, 16, value=settings.execution_threads, step=1, label="Frame workers / threads")
-    with gr.Row():
-        detector = gr.Dropdown(
-            list(choices(FaceDetectorModel)),
-            value=settings.face_detector_model,
-            label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
-            elem_id="settings-detector",
-        )
-        interval = gr.Slider(
-            1,
-            60,
-            value=settings.face_detector_interval,
-            step=1,
-            label="Videos: full-frame detection every N frames, faces followed between",
-        )
-    return {"providers": providers, "threads": threads, "detector": detector, "interval": interval}
+def render_controls(services: UiServices) -> list[Any]:
+    settings = services.settings()
+    controls: dict[str, Any] = {}
+    known = set(settings_keys())
+    for title, keys in GROUPS:
+        shown = [key for key in keys if key in known and key not in controls]
+        if not shown:
+            continue
+        gr.Markdown(f"### {title}")
+        for row in range(0, len(shown), PER_ROW):
+            with gr.Row(equal_height=True):
+                for key in shown[row : row + PER_ROW]:
+                    names = setting_rule(key).cli_options().get("choices") or ()
+                    controls[key] = setting_control(
+                        key, getattr(settings, key), LABELS.get(key), choice_labels=model_labels(services, names)
+                    )
+    return [controls[key] for key in settings_keys()]
 
 
-def render_identity_and_output(settings: Settings) -> dict[str, Any]:
+def render_models(services: UiServices) -> dict[str, Any]:
+    gr.Markdown("### Models")
     with gr.Row():
-        current = settings.face_recognition_score
-        score = gr.Textbox(
-            value="" if current is None else str(current), label="Identity match distance (blank: the recognizer's own)"
-        )
-        limit = gr.Number(value=settings.face_cache_limit, precision=0, label="Identity cache size")
-        lifetime = gr.Number(value=settings.face_cache_lifetime, label="Identity lifetime (s of video)")
-    with gr.Row():
-        chunk = gr.Textbox(value=str(settings.video_chunk_size), label="Chunk length (seconds or auto)")
-        encoder = gr.Dropdown(list(choices(VideoEncoder)), value=settings.output_video_encoder, label="Video encoder")
-        quality = gr.Slider(0, 100, value=settings.output_video_quality, step=1, label="Video quality")
-    return {
-        "score": score,
-        "limit": limit,
-        "lifetime": lifetime,
-        "chunk": chunk,
-        "encoder": encoder,
-        "quality": quality,
-    }
+        names = downloadable(services)
+        model = gr.Dropdown(names, value=names[0] if names else None, label="Model", elem_id="settings-model")
+        download = gr.Button("Download", elem_id="settings-download")
+        delete = gr.Button("Delete", elem_id="settings-delete")
+    downloads = gr.Markdown("", elem_id="settings-downloads")
+    models = gr.Dataframe(
+        value=model_rows(services), headers=MODEL_COLUMNS, interactive=False, elem_id="settings-models"
+    )
+    return {"model": model, "download": download, "delete": delete, "models": models, "downloads": downloads}
 
 
 def render_settings_tab(services: UiServices) -> SettingsTab:
@@ -151,75 +168,111 @@ def render_settings_tab(services: UiServices) -> SettingsTab:
             list(choices(PresetName)), value=settings.preset, label="Memory preset", elem_id="settings-preset"
         )
     table = gr.Markdown(preset_table(settings.preset), elem_id="settings-preset-table")
-    execution = render_execution(settings)
-    identity_and_output = render_identity_and_output(settings)
-    save = gr.Button("Save settings", variant="primary", elem_id="settings-save")
+    controls = render_controls(services)
+    with gr.Row():
+        save = gr.Button("Save settings", variant="primary", elem_id="settings-save")
+        unsaved = gr.Markdown("", elem_id="settings-unsaved")
     saved = gr.Markdown("", elem_id="settings-saved")
-    gr.Markdown("### Models")
-    gr.Dataframe(
-        value=model_rows(services),
-        headers=["model", "role", "kind", "installed", "verified", "get it"],
-        interactive=False,
-    )
-    return SettingsTab(preset=preset, **execution, **identity_and_output, table=table, save=save, saved=saved)
+    parts = render_models(services)
+    return SettingsTab(preset, controls, table, save, saved, unsaved, **parts, timer=gr.Timer(1.0))
 
 
 def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
-    tab.preset.change(
-        choose_preset, tab.preset, [tab.table, tab.threads, tab.limit, tab.lifetime, tab.chunk, tab.saved]
+    keys = settings_keys()
+    preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS if key in keys]
+    tab.preset.change(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved])
+    mark = functools.partial(unsaved_line, services)
+    for control in tab.fields():
+        control.change(mark, tab.fields(), tab.unsaved, show_progress="hidden")
+    tab.save.click(functools.partial(run_save, services), tab.fields(), [tab.saved, tab.unsaved])
+    tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
+    tab.delete.click(functools.partial(delete_model, services), tab.model, [tab.downloads, tab.models])
+    tab.timer.tick(
+        functools.partial(download_progress, services), None, [tab.downloads, tab.models], show_progress="hidden"
     )
-    tab.save.click(functools.partial(run_save, services), tab.fields(), tab.saved)
 
 
 def build_settings_tab(services: UiServices) -> None:
     listen_settings_tab(render_settings_tab(services), services)
 
 
-@plain_errors
-def choose_preset(name: str) -> tuple[str, Any, Any, Any, Any, Any]:
+def choose_preset(name: str) -> tuple[Any, ...]:
     """Show what the preset sets and put its values in the fields (saved with Save)."""
     values = next(p.values for p in load_presets() if p.name == name)
-    return (
-        preset_table(name),
-        gr.Slider(value=values["execution_threads"]),
-        gr.Number(value=values["face_cache_limit"]),
-        gr.Number(value=values["face_cache_lifetime"]),
-        gr.Textbox(value=str(values["video_chunk_size"])),
-        "",
-    )
+    updates = [control_update(key, values[key]) for key in PRESET_KEYS if key in settings_keys()]
+    return preset_table(name), *updates, ""
 
 
-@plain_errors
-def run_save(
-    services: UiServices,
-    name: str,
-    chosen: list[str],
-    workers: float,
-    finder: str,
-    every: float,
-    match: str,
-    size: float,
-    life: float,
-    length: str,
-    codec: str,
-    level: float,
-) -> str:
-    """Apply the preset, then the fields, and store them: jobs queued from now on get them."""
-    if not chosen:
+def edited(services: UiServices, name: str, values: Sequence[Any]) -> Settings:
+    """The saved settings with the preset, then the fields, applied (nothing stored)."""
+    return services.settings().with_items(preset=name, **control_values(settings_keys(), values, LABELS))
+
+
+def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
+    """'Unsaved changes' and which, when the fields differ from the saved settings."""
+    saved = services.settings()
+    try:
+        current = edited(services, name, values)
+    except FacefusionError as error:
+        return problem(f"Unsaved, and not valid: {error}")
+    changed = [key for key in ("preset", *settings_keys()) if getattr(current, key) != getattr(saved, key)]
+    return f"● Unsaved changes: {', '.join(changed)}" if changed else ""
+
+
+def save_warnings(services: UiServices, settings: Settings) -> list[str]:
+    """What cannot work here with these settings: a provider this machine cannot run, a model that is
+    not downloaded."""
+    lines = []
+    for provider in settings.execution_providers:
+        if provider != "cpu" and not (check := check_provider(provider, settings.execution_device_id)).usable:
+            lines.append(f"{provider} cannot run on this machine ({check.reason}): jobs will use the CPU instead")
+    for key, processor in MODEL_SETTINGS.items():
+        if processor is not None and processor not in settings.processors:
+            continue
+        name = getattr(settings, key, None)
+        if isinstance(name, str) and name in services.runtime.manifest and not installed(services, name):
+            lines.append(f"{name} ({key}) is not downloaded: jobs using it fail until you download it below")
+    return lines
+
+
+@reported(2)
+def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
+    """Apply the preset, then the fields, and store them: jobs queued from now on get them. Saved even
+    with warnings (the message says what will not work)."""
+    keys = settings_keys()
+    if "execution_providers" in keys and not values[keys.index("execution_providers")]:
         raise SettingsError("choose at least one execution provider (cpu always works)")
+    fields = control_values(keys, values, LABELS)
     apply_preset(services.state, name)
-    result = services.save_settings(
-        {
-            "execution_providers": tuple(chosen),
-            "execution_threads": int(workers),
-            "face_detector_model": finder,
-            "face_detector_interval": int(every),
-            "face_recognition_score": match_distance(match),
-            "face_cache_limit": int(size),
-            "face_cache_lifetime": float(life),
-            "video_chunk_size": chunk_value(length),
-            "output_video_encoder": codec,
-            "output_video_quality": int(level),
-        }
-    )
-    return f"Saved (preset {result.preset}): applies to jobs queued from now on."
+    result = services.save_settings(fields)
+    text = f"Saved (preset {result.preset}): applies to jobs queued from now on."
+    warnings = save_warnings(services, result)
+    return (problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text), ""
+
+
+@reported(1)
+def start_download(services: UiServices, name: str) -> str:
+    if not name:
+        raise SettingsError("choose a model to download")
+    if installed(services, name):
+        return f"{name} is already downloaded"
+    services.downloads.start(name)
+    return download_lines(services) or f"{name}: starting"
+
+
+def download_lines(services: UiServices) -> str:
+    return "\n".join(f"- {plain_message(status_line(status))}" for status in services.downloads.progress().values())
+
+
+def download_progress(services: UiServices) -> tuple[Any, Any]:
+    """Progress of the downloads (the table refreshed while any runs, and once after)."""
+    lines = download_lines(services)
+    return (lines or gr.skip()), model_rows(services) if lines else gr.skip()
+
+
+@reported(2)
+def delete_model(services: UiServices, name: str) -> tuple[str, Any]:
+    if not name:
+        raise SettingsError("choose a model to delete")
+    services.downloads.delete(name)
+    return f"{name} deleted", model_rows(services)

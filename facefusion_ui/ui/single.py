@@ -1,85 +1,41 @@
-"""The Single tab: source photos and one target (image or video), the target's faces to pick a reference,
-processors and models (installed ones only), a one-frame preview, Start/Cancel with live progress, and
-the result with a download.
-
-``render_single_tab`` lays out the components, ``listen_single_tab`` wires them to the handlers; the
-handlers are module-level functions over ``UiServices`` (bound with ``functools.partial``), so each runs
-without a browser."""
+"""The Single tab: source photos (the face found in each), a target (its faces to pick a reference, a
+frame slider and a trim range for a video), a live before/after preview, each processor's settings
+beside it, output settings per run, Start/Cancel with progress, the job's log, and the result. Laid out
+by ``render_single_tab``, wired by ``listen_single_tab`` to the handlers of ``single_run``."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import numpy as np
 
-from facefusion_ui.errors import InputError
-from facefusion_ui.faces.analyser import FaceAnalyser
-from facefusion_ui.faces.selector import sort_faces
-from facefusion_ui.faces.source import read_image
-from facefusion_ui.media_files import media_kind
-from facefusion_ui.models import download_command, model_state
-from facefusion_ui.pipeline import FramePipeline
-from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
-from facefusion_ui.state_manager import Settings, merge_options
-from facefusion_ui.types import FaceSelectorMode, Frame, FrameEnhancerModel, LipSyncerModel, choices
-from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors, progress_line
+from facefusion_ui.state_manager import setting_rule
+from facefusion_ui.ui import single_run
+from facefusion_ui.ui.controls import setting_control
+from facefusion_ui.ui.processor_options import (
+    MASK_SETTINGS,
+    model_info,
+    model_labels,
+    processor_label,
+    processor_settings,
+    render_option_control,
+)
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.video.ffmpeg import resolve_ffmpeg
-from facefusion_ui.video.probe import probe_video
-from facefusion_ui.video.stream import read_frame
+from facefusion_ui.ui.single_request import FACE_SETTINGS, OUTPUT_SETTINGS, single_keys
 
-SWAPPER_MODELS = ("mesh_warp", "inswapper_128", "inswapper_128_fp16")
-PROCESSOR_MODELS = {"face_enhancer": "gfpgan_1.4", "frame_enhancer": "real_esrgan_x2", "lip_syncer": "wav2lip_gan_96"}
-"""Processors offered once one of their models is installed (the model named here is the one suggested)."""
-PROCESSOR_MODEL_CHOICES = {
-    "face_enhancer": ("gfpgan_1.4",),
-    "frame_enhancer": choices(FrameEnhancerModel),
-    "lip_syncer": choices(LipSyncerModel),
+MODE_INFO = (
+    "many: every face of the target · one: only the face at the reference position · "
+    "reference: every face that looks like the reference face (click it below), in every frame"
+)
+POSITION_INFO = "0 is the first face in the gallery: faces are counted largest first (Settings: face order)"
+PREVIEW_EVENT: dict[str, Any] = {
+    "trigger_mode": "always_last",
+    "concurrency_limit": 1,
+    "concurrency_id": "single-preview",
 }
-
-
-def installed(services: UiServices, name: str) -> bool:
-    return model_state(services.runtime.spec(name), services.runtime.folder).installed
-
-
-def model_notes(services: UiServices) -> str:
-    missing = [name for name in (*SWAPPER_MODELS, *PROCESSOR_MODELS.values()) if not installed(services, name)]
-    if not missing:
-        return "All models are installed."
-    lines = [f"- `{name}`: not downloaded — `{download_command(name)}`" for name in missing]
-    return "Models you can add (then restart the page):\n" + "\n".join(lines)
-
-
-def frame_of(target: Path, frame_number: int) -> tuple[Frame, int]:
-    """The frame to analyse (the image itself, or frame N of a video) and the video's frame count."""
-    if media_kind(target) == "image":
-        return read_image(target, "target"), 1
-    info = probe_video(target)
-    index = min(max(int(frame_number), 0), info.frame_count - 1)
-    return read_frame(resolve_ffmpeg().path, info, index), info.frame_count
-
-
-def rgb(frame: Frame) -> np.ndarray:
-    return np.ascontiguousarray(frame[:, :, ::-1])
-
-
-def choices_for(
-    services: UiServices, processors: list[str], swapper: str, mode: str, position: int, frame_number: int
-) -> dict[str, Any]:
-    if not processors:
-        raise InputError("choose at least one processor")
-    return {
-        "processors": tuple(processors),
-        "face_swapper_model": swapper,
-        "face_selector_mode": mode,
-        "reference_face_position": int(position),
-        "reference_frame_number": int(frame_number),
-    }
+"""A preview on every change, one at a time, and only the last change waiting runs."""
 
 
 @dataclass(frozen=True)
@@ -87,305 +43,256 @@ class SingleTab:
     """The components of the Single tab that handlers read or update."""
 
     sources: Any
+    source_faces: Any
     target: Any
-    frame_number: Any
+    frame: Any
+    frame_time: Any
+    trim_start: Any
+    trim_end: Any
+    trim_times: Any
     faces: Any
     position: Any
     processors: Any
-    swapper: Any
-    mode: Any
-    preview_button: Any
+    folder: Any
+    name: Any
+    preview: Any
+    message: Any
     start: Any
     cancel: Any
-    preview: Any
     status: Any
     result_video: Any
     result_image: Any
     download: Any
+    log: Any
     job_id: Any
     timer: Any
-    audio: Any
-    """The lip syncer's audio upload: the last input of Preview and Start, after the option controls."""
+    setting_controls: list[Any]
+    """One control per key of ``single_keys()``, in that order."""
     option_controls: list[Any]
-    """One control per option of the offered processors, in ``option_fields`` order."""
+    """One control per option of ``option_fields``, in that order."""
+
+    def request(self) -> list[Any]:
+        """The inputs of preview and Start, as ``single_request.Request.parse`` reads them."""
+        fixed = [self.sources, self.target, self.frame, self.trim_start, self.trim_end, self.processors]
+        return [*fixed, self.position, self.folder, self.name, *self.setting_controls, *self.option_controls]
 
 
-def processor_choices(services: UiServices) -> list[str]:
-    """The processors the page offers: every registered one whose model is installed."""
-    return [
-        name
-        for name in services.registry.names()
-        if name not in PROCESSOR_MODEL_CHOICES
-        or any(installed(services, model) for model in PROCESSOR_MODEL_CHOICES[name])
-    ]
-
-
-def option_fields(services: UiServices) -> list[tuple[str, ProcessorOption]]:
-    """(processor, option) for every option of the processors the page offers, in a stable order."""
-    table = services.registry.option_table()
-    return [(name, option) for name in processor_choices(services) for option in table.get(name, ())]
-
-
-def render_option_control(processor: str, option: ProcessorOption, value: OptionValue) -> Any:
-    """A checkbox for a bool, a dropdown for choices, a slider for a numeric range, else a number."""
-    label = f"{processor}: {option.help or option.name}"
-    elem_id = f"single-option-{processor}-{option.name}"
-    if option.type is bool:
-        return gr.Checkbox(value=bool(value), label=label, elem_id=elem_id)
-    if option.type is str:
-        return gr.Dropdown(list(option.choices), value=value, label=label, elem_id=elem_id)
-    number = float(value)  # an int or float option: its value is a number
-    if option.low is not None and option.high is not None:
-        step = 1 if option.type is int else (option.high - option.low) / 100
-        return gr.Slider(option.low, option.high, value=number, step=step, label=label, elem_id=elem_id)
-    return gr.Number(value=number, precision=0 if option.type is int else None, label=label, elem_id=elem_id)
-
-
-def render_option_controls(services: UiServices) -> list[Any]:
-    fields = option_fields(services)
-    if not fields:
-        return []
-    given = services.settings().processor_options
-    gr.Markdown("Processor options (used when the processor is chosen)")
-    return [
-        render_option_control(processor, option, given.get(processor, {}).get(option.name, option.default))
-        for processor, option in fields
-    ]
-
-
-def option_values(services: UiServices, chosen: Sequence[str], values: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """The controls' values as processor options, for the chosen processors (whole numbers from sliders
-    made ints); checked against each processor's declaration."""
-    if not values:
-        return {}
-    fields = option_fields(services)
-    if len(values) != len(fields):
-        raise InputError("the page is out of date (processors changed): reload it")
-    options: dict[str, dict[str, Any]] = {}
-    for (processor, option), value in zip(fields, values, strict=True):
-        if processor not in chosen:
-            continue
-        if option.type is int and isinstance(value, float) and value.is_integer():
-            value = int(value)  # a slider gives floats
-        options.setdefault(processor, {})[option.name] = value
-    for processor, given in options.items():
-        resolve_options(processor, services.registry.options(processor), given)
-    return options
-
-
-def render_target_column() -> dict[str, Any]:
+def render_sources_and_target() -> dict[str, Any]:
     sources = gr.File(
-        label="Source face photo(s)", file_count="multiple", file_types=["image"], elem_id="single-sources"
+        label="Source face photo(s): one person", file_count="multiple", file_types=["image"], elem_id="single-sources"
+    )
+    source_faces = gr.Gallery(
+        label="The face found in each source photo",
+        columns=6,
+        height=130,
+        object_fit="contain",
+        allow_preview=False,
+        elem_id="single-source-faces",
+        elem_classes=["face-strip"],
     )
     target = gr.File(label="Target image or video", file_types=["image", "video"], elem_id="single-target")
-    frame_number = gr.Slider(0, 1, value=0, step=1, label="Frame (reference and preview)")
-    faces = gr.Gallery(
-        label="Faces in that frame: click one to use it as the reference", columns=6, height=160, elem_id="single-faces"
+    frame = gr.Slider(
+        0, 1, value=0, step=1, label="Frame (reference and preview)", visible=False, elem_id="single-frame"
     )
-    position = gr.Number(value=0, precision=0, label="Reference face (position, largest first)")
-    audio = gr.File(label="Source audio (lip syncer)", file_types=["audio", "video"], elem_id="single-audio")
+    frame_time = gr.Markdown("", elem_id="single-frame-time")
+    with gr.Row():
+        trim_start = gr.Slider(
+            0, 1, value=0, step=1, label="Trim: first frame", visible=False, elem_id="single-trim-start"
+        )
+        trim_end = gr.Slider(0, 1, value=1, step=1, label="Trim: last frame", visible=False, elem_id="single-trim-end")
+    trim_times = gr.Markdown("", elem_id="single-trim-times")
+    faces = gr.Gallery(
+        label="Faces in that frame: click one to make it the reference",
+        columns=6,
+        height=170,
+        object_fit="contain",
+        allow_preview=False,
+        elem_id="single-faces",
+        elem_classes=["face-strip"],
+    )
     return {
         "sources": sources,
+        "source_faces": source_faces,
         "target": target,
-        "frame_number": frame_number,
+        "frame": frame,
+        "frame_time": frame_time,
+        "trim_start": trim_start,
+        "trim_end": trim_end,
+        "trim_times": trim_times,
         "faces": faces,
-        "position": position,
-        "audio": audio,
     }
 
 
-def render_run_column(services: UiServices) -> dict[str, Any]:
+def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
+    """Which faces change, the reference position, and the reference distance as a slider."""
     settings = services.settings()
-    offered = processor_choices(services)
-    swappers = [name for name in SWAPPER_MODELS if installed(services, name)]
+    fallback = services.runtime.spec(settings.face_recognizer_model).threshold
+    infos = {"face_selector_mode": MODE_INFO, "reference_face_distance": "lower: stricter (same person only)"}
+    labels = {"face_selector_mode": "Which faces", "reference_face_distance": "Reference: same-person distance"}
+    for key in FACE_SETTINGS:
+        if key in controls:
+            controls[key] = setting_control(key, getattr(settings, key), labels[key], infos[key], fallback)
+    high = getattr(setting_rule("reference_face_position"), "high", 1000)
+    return gr.Number(
+        value=0,
+        precision=0,
+        minimum=0,
+        maximum=high,
+        label="Reference face position",
+        info=POSITION_INFO,
+        elem_id="single-position",
+    )
+
+
+def render_processors(services: UiServices, controls: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """The processors, and beside each its settings and declared options; then the face mask."""
+    settings = services.settings()
+    names = services.registry.names()
+    chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
     processors = gr.CheckboxGroup(
-        offered, value=[p for p in settings.processors if p in offered] or ["face_swapper"], label="Processors"
+        [(processor_label(name), name) for name in names],
+        value=chosen,
+        label="Processors (in order)",
+        elem_id="single-processors",
     )
-    swapper = gr.Dropdown(
-        swappers,
-        value=settings.face_swapper_model if settings.face_swapper_model in swappers else "mesh_warp",
-        label="Face swapper model",
+    table = services.registry.option_table()
+    options = []
+    given = settings.processor_options
+    for name in names:
+        keys = [key for key in processor_settings(name) if key in controls]
+        declared = table.get(name, ())
+        if not keys and not declared:
+            continue
+        with gr.Accordion(f"{name} options", open=name == "face_swapper"):
+            for key in keys:
+                choices = setting_rule(key).cli_options().get("choices") or ()
+                controls[key] = setting_control(
+                    key,
+                    getattr(settings, key),
+                    choice_labels=model_labels(services, choices),
+                    info=model_info(choices) or None,
+                )
+            options += [
+                render_option_control(name, option, given.get(name, {}).get(option.name, option.default))
+                for option in declared
+            ]
+    render_group("Face mask (how changed faces blend in)", MASK_SETTINGS, settings, controls)
+    return processors, options
+
+
+def render_group(title: str, keys: tuple[str, ...], settings: Any, controls: dict[str, Any]) -> None:
+    shown = [key for key in keys if key in controls]
+    if not shown:
+        return
+    with gr.Accordion(title, open=False):
+        for key in shown:
+            controls[key] = setting_control(key, getattr(settings, key))
+
+
+def render_output(services: UiServices, controls: dict[str, Any]) -> tuple[Any, Any]:
+    with gr.Accordion("Output", open=False):
+        with gr.Row():
+            folder = gr.Textbox(
+                value="", label=f"Folder inside {services.outputs_dir} (blank: there)", elem_id="single-folder"
+            )
+            name = gr.Textbox(value="", label="Name (blank: TARGET_swapped_TIME)", elem_id="single-name")
+        render_group_inline(OUTPUT_SETTINGS, services.settings(), controls)
+    return folder, name
+
+
+def render_group_inline(keys: tuple[str, ...], settings: Any, controls: dict[str, Any]) -> None:
+    for key in keys:
+        if key in controls:
+            controls[key] = setting_control(key, getattr(settings, key))
+
+
+def render_run_column() -> dict[str, Any]:
+    preview = gr.ImageSlider(
+        label="Preview: before | after (drag the line)", type="numpy", interactive=False, elem_id="single-preview"
     )
-    option_controls = render_option_controls(services)
-    mode = gr.Radio(list(choices(FaceSelectorMode)), value=settings.face_selector_mode, label="Which faces")
-    gr.Markdown(model_notes(services))
+    message = gr.Markdown(
+        "Add a source photo and a target: the preview follows every change.", elem_id="single-message"
+    )
     with gr.Row():
-        preview_button = gr.Button("Preview frame")
         start = gr.Button("Start", variant="primary", elem_id="single-start")
         cancel = gr.Button("Cancel", elem_id="single-cancel")
     return {
-        "processors": processors,
-        "option_controls": option_controls,
-        "swapper": swapper,
-        "mode": mode,
-        "preview_button": preview_button,
+        "preview": preview,
+        "message": message,
         "start": start,
         "cancel": cancel,
-        "preview": gr.Image(label="Preview", type="numpy", interactive=False),
-        "status": gr.Markdown("Add a source photo and a target, then press Start.", elem_id="single-status"),
+        "status": gr.Markdown("", elem_id="single-status"),
         "result_video": gr.Video(label="Result", visible=False, elem_id="single-result-video"),
         "result_image": gr.Image(label="Result", visible=False, type="filepath", elem_id="single-result-image"),
-        "download": gr.File(label="Download", visible=False),
+        "download": gr.File(label="Download", visible=False, elem_id="single-download"),
+        "log": gr.Textbox(
+            "", label="Job log", lines=6, max_lines=12, autoscroll=True, interactive=False, elem_id="single-log"
+        ),
     }
 
 
 def render_single_tab(services: UiServices) -> SingleTab:
+    controls: dict[str, Any] = dict.fromkeys(single_keys())
     with gr.Row():
         with gr.Column():
-            target_column = render_target_column()
+            media = render_sources_and_target()
+            position = render_faces(services, controls)
+            processors, options = render_processors(services, controls)
+            folder, name = render_output(services, controls)
         with gr.Column():
-            run_column = render_run_column(services)
-    return SingleTab(**target_column, **run_column, job_id=gr.State(None), timer=gr.Timer(1.0, active=False))
+            run = render_run_column()
+    return SingleTab(
+        **media,
+        position=position,
+        processors=processors,
+        folder=folder,
+        name=name,
+        **run,
+        job_id=gr.State(None),
+        timer=gr.Timer(1.0, active=False),
+        setting_controls=[controls[key] for key in single_keys()],
+        option_controls=options,
+    )
 
 
 def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
-    analyse = functools.partial(analyse_target, services)
-    tab.target.change(analyse, [tab.target, tab.frame_number], [tab.faces, tab.frame_number, tab.position])
-    tab.frame_number.release(analyse, [tab.target, tab.frame_number], [tab.faces, tab.frame_number, tab.position])
-    tab.faces.select(pick, None, tab.position)
-    inputs = [
-        tab.sources,
-        tab.target,
-        tab.frame_number,
-        tab.processors,
-        tab.swapper,
-        tab.mode,
-        tab.position,
-        *tab.option_controls,
-        tab.audio,
-    ]
-    tab.preview_button.click(functools.partial(run_preview, services), inputs, tab.preview)
-    tab.start.click(functools.partial(run_start, services), inputs, [tab.job_id, tab.status, tab.timer])
-    tab.timer.tick(
-        functools.partial(poll, services),
-        tab.job_id,
-        [tab.status, tab.result_video, tab.result_image, tab.download, tab.timer],
+    keys = single_keys()
+    preview = functools.partial(single_run.run_preview, services, keys)
+    show_preview: dict[str, Any] = {"fn": preview, "inputs": tab.request(), "outputs": [tab.message, tab.preview]}
+    # the person's own changes only: the handler itself sets the list when it drops a photo
+    for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
+        event(
+            functools.partial(single_run.show_sources, services),
+            tab.sources,
+            [tab.message, tab.sources, tab.source_faces],
+        ).then(**show_preview, **PREVIEW_EVENT)
+    fitted = [tab.message, tab.faces, tab.frame, tab.trim_start, tab.trim_end, tab.position, tab.trim_times]
+    tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
+        **show_preview, **PREVIEW_EVENT
     )
-    tab.cancel.click(functools.partial(run_cancel, services), tab.job_id, tab.status)
+    tab.frame.release(
+        functools.partial(single_run.change_frame, services),
+        [tab.target, tab.frame],
+        [tab.message, tab.faces, tab.position, tab.frame_time],
+    ).then(**show_preview, **PREVIEW_EVENT)
+    for bound in (tab.trim_start, tab.trim_end):
+        bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
+    tab.faces.select(single_run.pick, None, tab.position)
+    for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
+        event = control.release if isinstance(control, gr.Slider) else control.change
+        event(**show_preview, **PREVIEW_EVENT)
+    tab.start.click(
+        functools.partial(single_run.run_start, services, keys),
+        [tab.job_id, *tab.request()],
+        [tab.message, tab.job_id, tab.start, tab.timer, tab.log],
+    )
+    tab.timer.tick(
+        functools.partial(single_run.poll, services),
+        tab.job_id,
+        [tab.status, tab.result_video, tab.result_image, tab.download, tab.log, tab.timer, tab.start],
+    )
+    tab.cancel.click(functools.partial(single_run.run_cancel, services), tab.job_id, tab.message)
 
 
 def build_single_tab(services: UiServices) -> None:
     listen_single_tab(render_single_tab(services), services)
-
-
-@plain_errors
-def analyse_target(services: UiServices, target_value: Any, frame: float) -> tuple[Any, Any, int]:
-    """The target's faces in frame ``frame`` as gallery crops (largest first), the frame slider fitted to
-    the target's length, and the reference position reset to 0."""
-    path = file_path(target_value)
-    if path is None:
-        return [], gr.Slider(maximum=1, value=0), 0
-    image, count = frame_of(path, int(frame))
-    settings = services.settings()
-    found = sort_faces(
-        FaceAnalyser(services.runtime).analyse(image, settings, embeddings=False), settings.face_selector_order
-    )
-    crops = []
-    for number, face in enumerate(found):
-        x1, y1, x2, y2 = face.bbox.astype(int)
-        pad = int((x2 - x1) * 0.2)
-        crop = image[max(y1 - pad, 0) : y2 + pad, max(x1 - pad, 0) : x2 + pad]
-        crops.append((rgb(crop), f"face {number}"))
-    if not crops:
-        gr.Warning("No face found in this frame: try another frame or a larger photo.")
-    return crops, gr.Slider(maximum=max(count - 1, 1), value=min(int(frame), count - 1)), 0
-
-
-def pick(event: gr.SelectData) -> int:
-    return int(event.index)
-
-
-def job_settings(
-    services: UiServices,
-    chosen: list[str],
-    model: str,
-    selector: str,
-    picked: float,
-    frame: float,
-    values: Sequence[Any] = (),
-) -> Settings:
-    """The saved settings with this tab's choices (processor options: the controls' ``values``, then the
-    source audio upload when the page sends it)."""
-    settings = services.settings().with_items(**choices_for(services, chosen, model, selector, int(picked), int(frame)))
-    values = list(values)
-    if len(values) == len(option_fields(services)) + 1:
-        audio = file_path(values.pop())
-        if audio is not None:
-            settings = settings.with_items(source_audio=str(audio))
-    edits = option_values(services, chosen, values)
-    return settings.with_items(processor_options=merge_options(settings.processor_options, edits))
-
-
-def given_paths(source_values: Any, target_value: Any) -> tuple[list[Path], Path]:
-    path = file_path(target_value)
-    sources = file_paths(source_values)
-    if path is None or not sources:
-        raise InputError("add a source photo and a target first")
-    return sources, path
-
-
-@plain_errors
-def run_preview(
-    services: UiServices,
-    source_values: Any,
-    target_value: Any,
-    frame: float,
-    chosen: list[str],
-    model: str,
-    selector: str,
-    picked: float,
-    *values: Any,
-) -> np.ndarray:
-    """Frame ``frame`` of the target through the chosen processors (RGB, for gr.Image)."""
-    sources, path = given_paths(source_values, target_value)
-    settings = job_settings(services, chosen, model, selector, picked, frame, values)
-    image, _ = frame_of(path, int(frame))
-    pipeline = FramePipeline.build(settings, services.runtime, sources, services.registry)
-    pipeline.set_reference_from(image)
-    return rgb(pipeline.process(image, int(frame)))
-
-
-@plain_errors
-def run_start(
-    services: UiServices,
-    source_values: Any,
-    target_value: Any,
-    frame: float,
-    chosen: list[str],
-    model: str,
-    selector: str,
-    picked: float,
-    *values: Any,
-) -> tuple[int, str, Any]:
-    """Queue the job; its id, a status line, and the progress timer switched on."""
-    sources, path = given_paths(source_values, target_value)
-    settings = job_settings(services, chosen, model, selector, picked, frame, values)
-    new_id = services.enqueue(sources, path, output_name(path, services.outputs_dir), settings)
-    return new_id, f"job {new_id} queued", gr.Timer(active=True)
-
-
-def poll(services: UiServices, current: int | None) -> tuple[str, Any, Any, Any, Any]:
-    """The job's progress line; once completed, its output shown (video or image) with a download, and
-    the timer switched off when the job is no longer queued or running."""
-    hidden = (gr.Video(visible=False), gr.Image(visible=False), gr.File(visible=False))
-    if current is None:
-        return "", *hidden, gr.Timer(active=False)
-    job = services.job(int(current))
-    if job.status == "completed" and job.result is not None:
-        output = job.result["output"]
-        shown = (
-            (gr.Video(value=output, visible=True), gr.Image(visible=False))
-            if job.result["kind"] == "video"
-            else (gr.Video(visible=False), gr.Image(value=output, visible=True))
-        )
-        return progress_line(job), *shown, gr.File(value=output, visible=True), gr.Timer(active=False)
-    active = job.status in ("queued", "running")
-    return progress_line(job), *hidden, gr.Timer(active=active)
-
-
-@plain_errors
-def run_cancel(services: UiServices, current: int | None) -> str:
-    if current is None:
-        return "nothing to cancel"
-    state = services.store.cancel(int(current))
-    return f"job {current} " + ("cancelled" if state == "cancelled" else "is stopping")

@@ -1,0 +1,79 @@
+"""Model downloads started from the page, on the catalog's download service (``model_service.py``, the
+command line's code path): background threads, bytes done / total, speed and ETA, the error line of a
+failed download, and delete. The page reads ``progress()`` on its timer; a downloaded model is usable at
+once (no restart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.model_service import DownloadStatus, ModelDownloads
+from facefusion_ui.models import model_path, model_state
+
+
+def status_line(status: DownloadStatus) -> str:
+    """``gfpgan_1.4: 120.3 MB of 348.6 MB (35%), 4.1 MB/s, 56 s left`` and the like."""
+    name = status.name
+    if status.state == "failed":
+        return f"{name}: download failed: {status.message}"
+    if status.state == "cancelled":
+        return f"{name}: download cancelled (what arrived is kept: Download resumes it)"
+    if status.state == "done":
+        return f"{name}: downloaded and verified"
+    if status.state == "queued":
+        return f"{name}: waiting for another download to finish"
+    line = f"{name}: {status.done / 1e6:.1f} MB"
+    if status.total:
+        line += f" of {status.total / 1e6:.1f} MB ({100 * status.done / status.total:.0f}%)"
+    if status.speed_bps > 0:
+        line += f", {status.speed_bps / 1e6:.1f} MB/s"
+    if status.eta_s is not None and status.eta_s > 0:
+        line += f", {status.eta_s:.0f} s left"
+    return line
+
+
+@dataclass
+class PageDownloads:
+    runtime: ModelRuntime
+    url_for: dict[str, str] = field(default_factory=dict)
+    """Another address for a model (tests, mirrors); the catalog's otherwise."""
+    _service: ModelDownloads | None = field(default=None, repr=False)
+
+    def _synced(self, name: str) -> ModelDownloads:
+        """The service, on the runtime's folder, knowing ``name`` as the runtime does now."""
+        if self._service is None or self._service.folder != self.runtime.folder:
+            self._service = ModelDownloads(self.runtime.folder, self.runtime.manifest)
+        spec = self.runtime.spec(name)
+        override = self.url_for.get(name)
+        self._service.manifest[name] = replace(spec, url=override) if override else spec
+        return self._service
+
+    def start(self, name: str) -> None:
+        """Begin downloading ``name`` in the background (nothing new if it already runs)."""
+        if self.runtime.spec(name).kind != "onnx":
+            raise InputError(f"{name} comes with the program: there is nothing to download")
+        self._synced(name).start(name)
+
+    def progress(self) -> dict[str, DownloadStatus]:
+        return self._service.statuses() if self._service is not None else {}
+
+    def running(self) -> bool:
+        return any(not status.finished for status in self.progress().values())
+
+    def delete(self, name: str) -> Path:
+        """Remove ``name``'s weights and their records from the models folder."""
+        spec = self.runtime.spec(name)
+        if spec.kind != "onnx":
+            raise InputError(f"{name} comes with the program: it cannot be deleted here")
+        path = model_path(spec, self.runtime.folder)
+        if path is None or not model_state(spec, self.runtime.folder).installed:
+            raise InputError(f"{name} is not downloaded")
+        status = self.progress().get(name)
+        if status is not None and not status.finished:
+            raise InputError(f"{name} is downloading: wait for it to finish")
+        self._synced(name).delete(name)
+        self.runtime.release_all()
+        return path

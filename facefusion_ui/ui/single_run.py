@@ -1,0 +1,161 @@
+"""The Single tab's handlers: each a module-level function over ``UiServices`` (bound with
+``functools.partial``), so each runs without a browser. A handler's first output is the tab's one
+message area: a mistake is said there and every other control stays as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from facefusion_ui.errors import FacefusionError
+from facefusion_ui.jobs.worker import read_log
+from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.ui.common import file_path, file_paths, plain_message, problem, progress_line, reported
+from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
+from facefusion_ui.ui.services import UiServices
+from facefusion_ui.ui.single_request import Request, output_path, request_settings
+
+LOG_LINES = 40
+ACTIVE = ("queued", "running")
+
+
+@reported(3)
+def show_sources(services: UiServices, source_values: Any) -> tuple[str, Any, Any]:
+    """The face found in each source photo as a thumbnail; a photo without one is taken off the list
+    (so the next upload replaces it instead of joining it) and named in the message."""
+    kept, thumbnails, dropped = [], [], []
+    settings = services.settings()
+    for path in file_paths(source_values):
+        try:
+            thumbnails.append(source_face(services, path, settings))
+            kept.append(str(path))
+        except FacefusionError as error:
+            dropped.append(f"- {path.name} removed: {plain_message(str(error))}")
+    message = problem("\n".join(["Some source photos have no usable face:", *dropped])) if dropped else ""
+    return message, (kept or None) if dropped else gr.skip(), thumbnails
+
+
+@reported(7)
+def analyse_target(services: UiServices, target_value: Any, frame: float) -> tuple[Any, ...]:
+    """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
+    range fitted to its length, hidden for an image; the reference position back to 0."""
+    path = file_path(target_value)
+    if path is None:
+        hidden = gr.Slider(visible=False)
+        return "", [], hidden, hidden, hidden, 0, ""
+    info = target_info(path)
+    last = max(info.frame_count - 1, 0)
+    frame = min(int(frame or 0), last)
+    faces = target_faces(services, frame_of(path, frame), services.settings())
+    message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
+    return (
+        message,
+        faces,
+        gr.Slider(maximum=max(last, 1), value=frame, visible=info.is_video),
+        gr.Slider(maximum=max(last, 1), value=0, visible=info.is_video),
+        gr.Slider(maximum=max(last, 1), value=last, visible=info.is_video),
+        0,
+        trim_times(target_value, 0, last) if info.is_video else "",
+    )
+
+
+@reported(4)
+def change_frame(services: UiServices, target_value: Any, frame: float) -> tuple[Any, ...]:
+    """The faces of another frame of the video (the frame slider was moved)."""
+    path = file_path(target_value)
+    if path is None:
+        return "", [], 0, ""
+    info = target_info(path)
+    faces = target_faces(services, frame_of(path, int(frame or 0)), services.settings())
+    message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
+    return message, faces, 0, f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}"
+
+
+def trim_times(target_value: Any, start: float, end: float) -> str:
+    """The trim range as times: 'from 0:01.50 to 0:04.00 (61 frames)'."""
+    path = file_path(target_value)
+    if path is None:
+        return ""
+    info = target_info(path)
+    if not info.is_video:
+        return ""
+    first, last = int(start or 0), int(info.frame_count - 1 if end is None else end)
+    if last < first:
+        return problem(f"the trim ends (frame {last}) before it starts (frame {first})")
+    return f"Trim: from {frame_time(first, info.fps)} to {frame_time(last + 1, info.fps)} ({last - first + 1} frames)"
+
+
+def pick(event: gr.SelectData) -> int:
+    return int(event.index)
+
+
+@reported(2)
+def run_preview(services: UiServices, keys: Sequence[str], *values: Any) -> tuple[Any, Any]:
+    """Frame N of the target before and after the chosen processors (RGB pair, for gr.ImageSlider).
+    Called on every change (the last request wins): without both files it waits quietly."""
+    request = Request.parse(keys, values)
+    if request.target is None or not request.sources:
+        return gr.skip(), gr.skip()
+    settings = request_settings(services, keys, request, trim=False)
+    image = frame_of(request.target, request.frame)
+    pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
+    pipeline.set_reference_from(image)
+    return "", (rgb(image), rgb(pipeline.process(image, request.frame)))
+
+
+@reported(5)
+def run_start(services: UiServices, keys: Sequence[str], current: int | None, *values: Any) -> tuple[Any, ...]:
+    """Queue the job (refused while this tab's last job is still queued or running); its id, the
+    message, the Start button disabled and the progress timer switched on."""
+    if current is not None and services.job(int(current)).status in ACTIVE:
+        return problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4
+    request = Request.parse(keys, values)
+    sources, target = request.files()
+    settings = request_settings(services, keys, request)
+    output = output_path(services, target, request.folder, request.name)
+    new_id = services.enqueue(sources, target, output, settings, origin="single")
+    written = Path(services.job(new_id).payload["output"])
+    shown = written.relative_to(services.outputs_dir) if services.outputs_dir in written.parents else written.name
+    return f"Job {new_id} queued: it writes {shown}", new_id, gr.Button(interactive=False), gr.Timer(active=True), ""
+
+
+def poll(services: UiServices, current: int | None) -> tuple[Any, ...]:
+    """The job's progress line and its log so far; once completed its output (video or image) with a
+    download. The previous result stays until the new one exists; Start is usable again once the job
+    ends, and the timer stops."""
+    if current is None:
+        return "", gr.skip(), gr.skip(), gr.skip(), "", gr.Timer(active=False), gr.Button(interactive=True)
+    job = services.job(int(current))
+    log = "\n".join(plain_message(line) for line in read_log(services.store, job.id).splitlines()[-LOG_LINES:])
+    active = job.status in ACTIVE
+    line = plain_message(progress_line(job))
+    if job.status == "completed" and job.result is not None:
+        output = job.result["output"]
+        video = job.result["kind"] == "video"
+        shown = (
+            gr.Video(value=output if video else None, visible=video),
+            gr.Image(value=None if video else output, visible=not video),
+        )
+        return (
+            line,
+            *shown,
+            gr.File(value=output, visible=True),
+            log,
+            gr.Timer(active=False),
+            gr.Button(interactive=True),
+        )
+    return line, gr.skip(), gr.skip(), gr.skip(), log, gr.Timer(active=active), gr.Button(interactive=not active)
+
+
+@reported(1)
+def run_cancel(services: UiServices, current: int | None) -> str:
+    if current is None:
+        return "nothing to cancel"
+    job = services.job(int(current))
+    if job.status not in ACTIVE:
+        return f"job {current} is already {job.status}: nothing to cancel"
+    state = services.store.cancel(int(current))
+    return f"job {current} " + ("cancelled" if state == "cancelled" else "is stopping")
