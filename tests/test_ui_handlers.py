@@ -76,11 +76,14 @@ def request(
     **chosen: Any,
 ) -> list[Any]:
     """The Single tab's inputs as the page sends them: the fixed ones, one per setting control (the
-    saved value unless ``chosen``), then the processor options."""
+    saved value unless ``chosen``), then the processor options: ``options`` for the last ones (a test
+    plugin's), the defaults before them (the built-ins')."""
     saved = services.settings()
+    fields = option_fields(services)
+    defaults = [option.default for _, option in fields[: len(fields) - len(options)]] if options else []
     values = [chosen.get(key, getattr(saved, key)) for key in single_keys()]
     fixed = [[str(path) for path in sources], None if target is None else str(target), frame, *trim]
-    return [*fixed, list(processors), position, *output, *values, *options]
+    return [*fixed, list(processors), position, *output, *values, *defaults, *options]
 
 
 def start(services: UiServices, *args: Any, current: int | None = None, **kwargs: Any) -> tuple[Any, ...]:
@@ -385,7 +388,9 @@ def with_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_processor_options_get_a_control_each(with_plugin: None, services: UiServices) -> None:
-    assert [(name, option.name) for name, option in option_fields(services)] == [
+    fields = [(name, option.name) for name, option in option_fields(services)]
+    assert ("frame_enhancer", "model") in fields and ("lip_syncer", "model") in fields  # built-ins declare theirs
+    assert [field for field in fields if field[0] == "tint"] == [
         ("tint", "level"),
         ("tint", "channel"),
         ("tint", "enabled"),
@@ -393,7 +398,9 @@ def test_processor_options_get_a_control_each(with_plugin: None, services: UiSer
     ]
     with gr.Blocks():
         tab = single.render_single_tab(services)
-    level, channel, enabled, gain = tab.option_controls
+    level, channel, enabled, gain = [
+        control for field, control in zip(fields, tab.option_controls, strict=True) if field[0] == "tint"
+    ]
     assert isinstance(level, gr.Slider) and (level.minimum, level.maximum, level.step, level.value) == (0, 255, 1, 200)
     assert isinstance(channel, gr.Dropdown) and channel.value == "red"
     assert [choice[0] for choice in channel.choices] == ["blue", "green", "red"]

@@ -38,7 +38,7 @@ def _optional(key: str) -> bool:
 
 
 def _kind(key: str) -> str:
-    """flag, many (several choices), one (a choice), int, float, file or text."""
+    """flag, many (several choices), one (a choice), list (several values), int, float, file or text."""
     options = setting_rule(key).cli_options()
     if options.get("action") is argparse.BooleanOptionalAction:
         return "flag"
@@ -46,6 +46,8 @@ def _kind(key: str) -> str:
         return "file"
     if options.get("choices"):
         return "many" if options.get("nargs") in ("+", "*") else "one"
+    if options.get("nargs") in ("+", "*"):
+        return "list"
     if options.get("type") in (int, float):
         return "int" if options["type"] is int else "float"
     return "text"
@@ -83,6 +85,9 @@ def setting_control(
         return gr.Dropdown([*choices, *extra], value=shown, label=label, info=info, elem_id=elem_id)
     if kind in ("int", "float"):
         return _number_control(key, value, label, info, fallback)
+    if kind == "list":  # e.g. the mask padding: values apart by spaces, as on the command line
+        shown = " ".join(str(item) for item in value or ())
+        return gr.Textbox(value=shown, label=label, info=info or "values apart by spaces", elem_id=elem_id)
     if kind == "file":  # an upload: the page gets a path to the uploaded copy
         return gr.File(value=value, label=label, type="filepath", elem_id=elem_id)
     text = value if isinstance(value, str) else json.dumps(value)
@@ -117,6 +122,8 @@ def control_value(key: str, raw: Any, label: str | None = None) -> Any:
             raw = int(raw)  # sliders and number boxes give floats
     elif kind == "many":
         raw = tuple(raw)
+    elif kind == "list" and isinstance(raw, str):
+        raw = _values(key, raw, label or setting_help(key))
     elif kind == "text" and isinstance(raw, str):
         raw = _text(raw)
     return validate_item(key, raw)
@@ -129,6 +136,14 @@ def _number(raw: Any, label: str) -> Any:
         return float(raw.strip())
     except ValueError:
         raise SettingsError(f"{label} '{raw.strip()}' is not a number: leave it blank or type e.g. 0.5") from None
+
+
+def _values(key: str, raw: str, label: str) -> tuple[Any, ...]:
+    convert = setting_rule(key).cli_options().get("type", str)
+    try:
+        return tuple(convert(item) for item in raw.replace(",", " ").split())
+    except ValueError:
+        raise SettingsError(f"{label} '{raw.strip()}': give values apart by spaces, e.g. 0 0 0 0") from None
 
 
 def _text(raw: str) -> Any:
