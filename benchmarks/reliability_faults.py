@@ -241,7 +241,7 @@ def locked_queue_drill(drill: Drill) -> list[Row]:
     outcome = f"batch add exit {add_code} after {waited:.1f} s; worker exit {run_code}; jobs {store.counts()}"
     detail = (add_err + run_err).strip()[-200:]
     ok = add_code == 0 and run_code == 0 and completed and locker.wait() == 0
-    return [Row("SQLite file locked by another process for 5 s", outcome + (f"; {detail}" if detail else ""), ok)]
+    return [Row("SQLite file locked by another process for 5 s", outcome + ("" if ok else f"; {detail}"), ok)]
 
 
 def run_faults(folder: Path, seed: int = 7, kills: int = 10) -> list[Row]:
