@@ -1,10 +1,10 @@
 """Faults against the SQLite batch queue, each on real processes, with a table of what happened.
 
-- SIGKILL of the worker (``run.py batch run``) at 10 seeded points: each point is an offset inside a chunk
-  (frames), reached by whichever job is running; the worker is killed there, a new one is started, and
-  after the last kill the queue is worked to the end. Every job must complete exactly once (one
-  completion in its log, one output), with frames identical to an uninterrupted run, and no ffmpeg of
-  the killed workers may be left running.
+- SIGKILL of the worker (``run.py batch run``) at 10 seeded points: each worker is held (a test hold, so
+  the kill never races the work) once its job has done a seeded number of frames in that run, then
+  killed there, and a new one started; after the last kill the queue is worked to the end. Every job
+  must complete exactly once (one completion in its log, one output), with frames identical to an
+  uninterrupted run, and no ffmpeg of the killed workers may be left running.
 - ffmpeg killed mid-chunk: the worker is held at a known chunk, its encoder is killed, the hold released;
   the chunk fails, the job is retried and completes with the same frames.
 - The SQLite file locked by another process for 5 s: a ``batch add`` and a worker started during the lock
@@ -137,26 +137,13 @@ def ffmpeg_of(home: Path) -> list[psutil.Process]:
     return found
 
 
-def running_offsets(store: JobStore) -> dict[int, int]:
-    return {job.id: job.frames_done for job in store.jobs(["running"])}
-
-
-def kill_at(home: Path, store: JobStore, offset: int) -> bool:
-    """Start a worker and SIGKILL it once a running job has moved past ``offset`` frames into a chunk in
-    this worker's life. False when the worker ended first (the queue was done)."""
-    running = worker(home)
-    started = running_offsets(store)
-
-    def reached() -> bool:
-        if running.poll() is not None:
-            return True
-        return any(
-            done > started.get(job_id, -1) and done % CHUNK_FRAMES >= offset
-            for job_id, done in running_offsets(store).items()
-        )
-
-    wait_until(reached, f"a job {offset} frames into a chunk")
-    if running.poll() is not None:
+def kill_at(home: Path, frames: int, release: Path) -> bool:
+    """Start a worker, hold it once its job has done ``frames`` frames in this run (a point inside a
+    chunk, never raced), and SIGKILL it there. False when the worker ended first (the queue was done)."""
+    running = worker(home, FACEFUSION_UI_INJECT_FAULT=f"hold:frames={frames},until={release}")
+    marker = release.with_name(release.name + ".held")
+    wait_until(lambda: marker.exists() or running.poll() is not None, f"the hold {frames} frames in")
+    if not marker.exists():
         return False
     running.send_signal(signal.SIGKILL)
     running.wait()
@@ -180,8 +167,8 @@ def sigkill_drill(drill: Drill, seed: int, kills: int) -> list[Row]:
     add_jobs(drill, home, out, drill.clips)
     store = JobStore(home / "jobs.db")
     rng = random.Random(seed)
-    offsets = [rng.randint(1, CHUNK_FRAMES - 2) for _ in range(kills)]
-    done = sum(1 for offset in offsets if kill_at(home, store, offset))
+    points = [rng.randint(2, 2 * CHUNK_FRAMES) for _ in range(kills)]  # frames into each worker's run
+    done = sum(1 for k, frames in enumerate(points) if kill_at(home, frames, drill.folder / f"release-{k}"))
     code, stderr = finished(worker(home))
     jobs = store.jobs()
     once = all(job.status == "completed" and completions(home, job) == 1 for job in jobs)

@@ -70,10 +70,13 @@ class FaultInjection:
 
 @dataclass
 class ChunkHold:
-    """Hold a job once, at the first progress report of chunk ``chunk`` (1-based) or later."""
+    """Hold a job once, at the first progress report of chunk ``chunk`` (1-based) or later, once the job
+    has done at least ``frames`` frames in this run (``hold:frames=N,...``: a point N frames into any run,
+    also a resumed one)."""
 
     chunk: int
     until: Path
+    frames: int = 0
     poll_s: float = 0.05
     fired: bool = False
 
@@ -81,18 +84,25 @@ class ChunkHold:
     def parse(cls, text: str) -> ChunkHold:
         values = dict(part.split("=", 1) for part in text.removeprefix("hold:").split(",") if "=" in part)
         try:
-            return cls(int(values["chunk"]), Path(values["until"]))
+            if "chunk" not in values and "frames" not in values:
+                raise KeyError("chunk")
+            return cls(int(values.get("chunk", 0)), Path(values["until"]), int(values.get("frames", 0)))
         except (KeyError, ValueError) as error:
-            raise UsageError(f"bad fault injection '{text}': use hold:chunk=N,until=PATH") from error
+            raise UsageError(f"bad fault injection '{text}': use hold:chunk=N|frames=N,until=PATH") from error
 
     @property
     def marker(self) -> Path:
         return self.until.with_name(self.until.name + ".held")
 
     def around(self, progress: Callable[[dict[str, Any]], None], stop: threading.Event) -> Callable[..., None]:
+        first: int | None = None  # the job's frames done at its first report in this run
+
         def held(state: dict[str, Any]) -> None:
+            nonlocal first
             progress(state)
-            if self.fired or int(state["chunk"]) < self.chunk:
+            done = int(state["frames_done"])
+            first = done if first is None else first
+            if self.fired or int(state["chunk"]) < self.chunk or done - first < self.frames:
                 return
             self.fired = True
             self.marker.write_text(str(state["chunk"]), encoding="utf-8")
