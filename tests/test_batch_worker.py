@@ -160,9 +160,28 @@ def test_pause_and_memory_gate_hold_new_jobs(files: dict[str, Path], tmp_path: P
     thread.join(timeout=30)
 
 
+def test_a_queue_from_before_interruptions_were_counted_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    from facefusion_ui.jobs.store import MIGRATIONS
+
+    path = tmp_path / "jobs.db"
+    old = sqlite3.connect(path, isolation_level=None)
+    old.executescript(MIGRATIONS[0] + "; PRAGMA user_version=1;")
+    old.execute(
+        "INSERT INTO jobs (payload, created_at, updated_at, attempts) VALUES (?, 0, 0, 1)",
+        ('{"sources": [], "target": "x", "output": "y", "settings": {}}',),
+    )
+    old.close()
+    store = JobStore(path)
+    assert store.schema_version() == 2
+    (job,) = store.jobs()
+    assert (job.attempts, job.interruptions) == (1, 0)
+
+
 def test_store_basics(tmp_path: Path) -> None:
     store = JobStore(tmp_path / "jobs.db")
-    assert store.schema_version() == 1
+    assert store.schema_version() == 2
     job_id = store.add({"sources": [], "target": "x", "output": "y", "settings": {}})
     claimed = store.claim("a", lease_s=60)
     assert claimed is not None and claimed.id == job_id and claimed.attempts == 1
