@@ -24,7 +24,7 @@ from facefusion_ui.processors.source_audio import DecodedAudio
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.probe import probe_video
 from tests.conftest import RunCli
-from tests.support import media
+from tests.support import media, occluders
 from tests.support.onnx_models import build_wav2lip
 from tests.support.videos import moving_face, write_video
 
@@ -167,3 +167,29 @@ def test_video_gets_the_new_audio_padded_to_its_length(tmp_path: Path, run_cli: 
         assert np.abs(samples[9600:]).max() < 200  # silence after its end
     finally:
         pcm.close()
+
+
+def test_the_lower_face_is_pasted_through_the_mask_stage(
+    tmp_path: Path, wav2lip_models: Path, shared_runtime: ModelRuntime
+) -> None:
+    """A cup held over the mouth stays where it is with occlusion on, as it does for the swappers."""
+    write_tone(tmp_path / "tone.wav", 1.0)
+    portrait = media.grace_hopper()
+    face = FaceAnalyser(shared_runtime).analyse(portrait, Settings(face_landmarker_model="mediapipe_face_mesh"))[0]
+    assert face.mesh is not None
+    mesh = face.mesh.points
+    held, cup = occluders.held_over(
+        portrait, occluders.cup(), mesh[14] + (mesh[14] - mesh[168]) * 0.15, face.width * 0.7
+    )
+    target = FaceAnalyser(shared_runtime).analyse(held, Settings(), embeddings=False)[0]
+    runtime = ModelRuntime(load_manifest(folder=wav2lip_models), wav2lip_models, SessionPool(("cpu",)))
+    kept = {}
+    for types in (("box",), ("box", "occlusion")):
+        settings = Settings(processors=("lip_syncer",), source_audio=str(tmp_path / "tone.wav"), face_mask_types=types)
+        syncer = LipSyncer(settings, runtime)
+        result = syncer.process_frame(held, FrameContext(0, 0.5, settings, [target]))
+        same = np.abs(result.astype(int) - held.astype(int)).max(axis=2) <= 8
+        kept[types[-1]] = float(same[cup].mean())
+        assert syncer.mask_counts()["faces_masked"] == 1
+        syncer.release()
+    assert kept["occlusion"] >= 0.9 and kept["occlusion"] > kept["box"], kept

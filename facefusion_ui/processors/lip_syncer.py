@@ -22,6 +22,7 @@ from facefusion_ui.errors import InputError
 from facefusion_ui.faces.alignment import paste_back, warp_face
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.mel import MelWindows
 from facefusion_ui.processors.mouth_mask import mouth_mask
@@ -71,12 +72,15 @@ class LipSyncer:
         values = resolve_options(self.name, self.options, settings.processor_options.get(self.name, {}))
         self.model = str(values["model"])
         self.faces_lip_synced = 0
+        # the lower face is pasted through the mask stage too (occlusion, regions...); its mouth mask,
+        # which keeps the target's own mouth, would undo the lip sync: left out here
+        self.masks = MaskStage(settings.with_items(mouth_mask=False), runtime)
         self._audio: DecodedAudio | None = None
         self._mel: MelWindows | None = None
         self._lock = threading.Lock()
 
     def required_models(self) -> tuple[str, ...]:
-        return (self.model,)
+        return tuple(dict.fromkeys((self.model, *self.masks.required_models())))
 
     def pre_check(self) -> list[str]:
         problems = missing_models(self.runtime, self.required_models())
@@ -104,6 +108,9 @@ class LipSyncer:
         with self._lock:
             return {"faces_lip_synced": self.faces_lip_synced}
 
+    def mask_counts(self) -> dict[str, int]:
+        return self.masks.counts()
+
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces)
 
@@ -130,7 +137,9 @@ class LipSyncer:
         back = cv2.warpAffine(
             synced, cv2.invertAffineTransform(to_model), (CROP, CROP), borderMode=cv2.BORDER_REPLICATE
         )
-        mask = mouth_mask(CROP, landmarks, self.settings.face_mask_blur)
+        mask = np.minimum(
+            mouth_mask(CROP, landmarks, self.settings.face_mask_blur), self.masks.crop_mask(frame, face, matrix, CROP)
+        )
         return paste_back(frame, np.asarray(back, dtype=np.uint8), matrix, mask)
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
