@@ -50,8 +50,12 @@ def read_all(command: list[str], first: int, expected: int) -> tuple[list[FrameI
                 break
             items.append(item)
             slots.release()
-    except Stopped:
-        pass
+    except Stopped:  # the reader failed: the frames it had queued before still count
+        reader.join()
+        while output.qsize():
+            item = output.get(threading.Event())
+            if item is not END:
+                items.append(item)
     finally:
         stop.set()
         reader.join()
