@@ -158,14 +158,24 @@ def test_cli_reports_recovery_and_effective_values(clip: dict[str, Path], tmp_pa
     assert summary["memory_budget"]["queue_size"] <= 8 and summary["identity_cache"] is not None
 
 
+FREED_FRAMES = """
+import sys
+import numpy as np
+from facefusion_ui.memory import process_rss_mb, return_free_memory
+before = process_rss_mb()
+frames = [np.ones((720, 1280, 3), np.uint8) for _ in range(40)]  # 105 MiB of 720p frames
+grown = process_rss_mb() - before
+del frames
+returned = return_free_memory()
+print(grown, process_rss_mb() - before, returned is sys.platform.startswith("linux"))
+"""
+
+
 def test_freed_frames_go_back_to_the_system() -> None:
-    import sys as system
-
-    from facefusion_ui.memory import return_free_memory
-
-    before = process_rss_mb()
-    frames = [np.ones((720, 1280, 3), np.uint8) for _ in range(40)]  # 105 MiB of 720p frames
-    assert process_rss_mb() > before + 80
-    del frames
-    assert return_free_memory() is system.platform.startswith("linux")
-    assert process_rss_mb() < before + 20
+    """In a fresh process: in a long one (the suite) the heap already holds freed pages that new frames
+    reuse, so its growth says nothing."""
+    completed = subprocess.run(
+        [sys.executable, "-c", FREED_FRAMES], capture_output=True, text=True, cwd=ROOT, timeout=300, check=True
+    )
+    grown, left, returned = completed.stdout.split()
+    assert float(grown) > 80 and float(left) < 20 and returned == "True", completed.stdout

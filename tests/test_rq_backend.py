@@ -118,6 +118,8 @@ def test_two_workers_one_killed_every_job_completes_once(
         killed = next(worker for worker in workers if worker.pid == pid)
         killed.send_signal(signal.SIGKILL)
         killed.wait()
+        manifest = job_folder(victim[0]) / "work" / "manifest.json"
+        kept = len(json.loads(manifest.read_text())["done"])  # at least one: more if the kill landed later
         wait_until(
             lambda: all(backend.get(job_id).status == "completed" for job_id in ids), 300, "not every job completed"
         )
@@ -129,7 +131,8 @@ def test_two_workers_one_killed_every_job_completes_once(
     for job_id in ids:
         assert backend.log(job_id).count("completed:") == 1, backend.log(job_id)
     resumed = backend.get(victim[0])
-    assert resumed.attempts == 2 and resumed.result is not None and resumed.result["chunks_skipped"] == 1
+    assert kept >= 1 and resumed.attempts == 2
+    assert resumed.result is not None and resumed.result["chunks_skipped"] == kept
     for index in range(6):
         assert len(videos.decode_all(tmp_path / f"out{index}.mp4")) == 50
 
