@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 import pytest
 
+from benchmarks.reliability_faults import LOCKER
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
@@ -192,17 +193,6 @@ def test_store_basics(tmp_path: Path) -> None:
     assert store.fail(job_id, "a", "disk full", transient=True, backoff_s=60) == "queued"
     assert store.claim("b", lease_s=60) is None  # waiting for its backoff
     assert store.get(job_id).status_line == "retry 2/3 in 60 s"
-
-
-LOCKER = """
-import sqlite3, sys, time, pathlib
-connection = sqlite3.connect(sys.argv[1], isolation_level=None)
-connection.execute("BEGIN EXCLUSIVE")
-connection.execute("UPDATE settings SET value = value")
-pathlib.Path(sys.argv[2]).touch()
-time.sleep(5)
-connection.execute("COMMIT")
-"""
 
 
 def test_a_queue_locked_by_another_process_for_5_s_is_waited_for(files: dict[str, Path], tmp_path: Path) -> None:

@@ -177,6 +177,11 @@ def audio_codec_args(source_codec: str | None, output: Path, trimmed: bool) -> l
     return ["-c:a", "aac", "-b:a", "192k"]
 
 
+def concat_input(list_file: Path) -> list[str]:
+    """The concat demuxer reading ``list_file`` (absolute paths allowed)."""
+    return ["-f", "concat", "-safe", "0", "-i", str(list_file)]
+
+
 def assemble_args(
     ffmpeg: str,
     list_file: Path,
@@ -198,12 +203,7 @@ def assemble_args(
     return [
         ffmpeg,
         *QUIET,
-        "-f",
-        "concat",
-        "-safe",
-        "0",
-        "-i",
-        str(list_file),
+        *concat_input(list_file),
         *audio_input,
         "-map",
         "0:v:0",
@@ -354,12 +354,7 @@ def join_pieces_args(ffmpeg: str, list_file: Path, timescale: int, output: Path)
     return [
         ffmpeg,
         *QUIET,
-        "-f",
-        "concat",
-        "-safe",
-        "0",
-        "-i",
-        str(list_file),
+        *concat_input(list_file),
         "-map",
         "0:v:0",
         "-c",
