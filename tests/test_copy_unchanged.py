@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,14 @@ import pytest
 
 from facefusion_ui.core import process
 from facefusion_ui.errors import InputError
+from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.presets import apply_preset
+from facefusion_ui.processors.base import FrameContext
+from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings, StateManager
+from facefusion_ui.types import Frame
 from facefusion_ui.video.commands import copy_piece_args, join_pieces_args, splice_encode_args
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
@@ -153,6 +158,48 @@ def test_untouched_gops_are_copied_bit_exact(
     assert all(want[i] == got[i] for i in range(FRAMES) if i not in encoded), "untouched frames are bit-exact"
     assert all(want[i] != got[i] for i in range(*FACE)), "the face frames are swapped"
     assert result.has_audio
+
+
+class LeavesFacesAlone:
+    """A face processor that is called on every face frame and changes no pixel (as the swapper does with
+    a face it cannot map or one turned too far)."""
+
+    name = "leaves_faces_alone"
+    calls = 0
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        self.settings = settings
+
+    def required_models(self) -> tuple[str, ...]:
+        return ()
+
+    def pre_check(self) -> list[str]:
+        return []
+
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        return bool(faces)
+
+    def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
+        LeavesFacesAlone.calls += 1
+        return np.array(frame, copy=True)
+
+    def release(self) -> None:
+        pass
+
+
+def test_gops_whose_frames_no_processor_changed_are_copied(
+    face: Path, shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    registry = ProcessorRegistry(
+        [ProcessorEntry("leaves_faces_alone", f"{__name__}:LeavesFacesAlone", "plugin from test")]
+    )
+    job = SwapJob.of(settings(processors=["leaves_faces_alone"]), [face], clip, tmp_path / "out.mp4")
+    LeavesFacesAlone.calls = 0
+    stats = process(job, RunContext(runtime=shared_runtime, work_dir=tmp_path / "work", registry=registry)).stats
+    assert LeavesFacesAlone.calls == FACE[1] - FACE[0]  # it was asked about every face frame
+    assert stats["copy"] == {"gops_copied": 6, "gops_encoded": 0, "frames_copied": FRAMES, "fallback_reason": None}
+    assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
 
 
 def test_a_codec_without_a_splicing_encoder_falls_back_and_says_so(

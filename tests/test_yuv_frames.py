@@ -80,7 +80,7 @@ def test_store_writes_back_only_the_changed_area() -> None:
     after = before.copy()
     after[41:90, 101:150] = (0, 0, 255)
     assert changed_box(before, after) == (100, 40, 150, 90)  # grown to even sides for 4:2:0
-    frame.store(after, before)
+    assert frame.store(after, before) is True
     y, u, _ = frame.planes()
     original_y, original_u, _ = original.planes()
     outside = np.ones_like(y, dtype=bool)
@@ -90,7 +90,7 @@ def test_store_writes_back_only_the_changed_area() -> None:
     red = frame.bgr()[60, 120]
     assert red[2] > 230 and red[0] < 25 and red[1] < 25
     unchanged = YuvFrame(original.data.copy(), WIDTH, HEIGHT, matrix)
-    unchanged.store(unchanged.bgr().copy(), unchanged.bgr())
+    assert unchanged.store(unchanged.bgr().copy(), unchanged.bgr()) is False
     assert np.array_equal(unchanged.data, original.data)
 
 

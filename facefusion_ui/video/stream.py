@@ -152,15 +152,18 @@ def _decoder(ffmpeg: str, info: VideoInfo, frames: FrameFormat, start: int, coun
     return decode_args(ffmpeg, Path(info.path), info.seek_time(start), count, frames.decode_filter)
 
 
-def apply_to(stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float) -> YuvFrame:
-    """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result;
-    the frame to write: ``image``, or a new one when the processors changed the size (an upscaler)."""
+def apply_to(
+    stages: FrameStages, image: YuvFrame, analysis: Any, index: int, timestamp: float
+) -> tuple[YuvFrame, bool]:
+    """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result.
+    The frame to write (``image``, or a new one when the processors changed the size: an upscaler), and
+    whether any pixel changed: a face the swapper left as it was (no mesh, turned too far) changes none,
+    and its GOP can still be copied."""
     before = image.bgr()
     result = stages.apply(before.copy(), analysis, index, timestamp)
     if result.shape != before.shape:
-        return YuvFrame.from_bgr(np.ascontiguousarray(result), image.matrix)
-    image.store(result, before)
-    return image
+        return YuvFrame.from_bgr(np.ascontiguousarray(result), image.matrix), True
+    return image, image.store(result, before)
 
 
 class FrameSink(Protocol):
@@ -198,8 +201,8 @@ def sink_for(task: ChunkTask, frames: FrameFormat) -> FrameSink:
 WorkerItem = tuple[int, YuvFrame | None, Any]
 """A frame for the workers: (index, image, analysis); ``NO_MORE_WORK`` after the last."""
 NO_MORE_WORK: WorkerItem = (-1, None, None)
-WriterItem = tuple[int, YuvFrame, bool]
-"""A frame for the writer: (index, image, converted for the processors)."""
+WriterItem = tuple[int, YuvFrame, bool, bool]
+"""A frame for the writer: (index, image, converted for the processors, a pixel changed)."""
 
 
 class StreamedChunk:
@@ -323,7 +326,7 @@ class StreamedChunk:
             if stages.changes(analysis):
                 self.analysed.put((index, image, analysis), self.stop)
             else:  # nothing for the workers to do: straight to the writer, which puts frames back in order
-                self.outputs.put((index, image, False), self.stop)
+                self.outputs.put((index, image, False, False), self.stop)
         group.clear()
 
     def work(self) -> None:
@@ -333,17 +336,17 @@ class StreamedChunk:
             if image is None:
                 self.analysed.put(NO_MORE_WORK, self.stop)  # let the other workers see the end too
                 return
-            done = apply_to(self.task.stages, image, analysis, index, self.task.timestamp(index))
-            self.outputs.put((index, done, True), self.stop)
+            done, changed = apply_to(self.task.stages, image, analysis, index, self.task.timestamp(index))
+            self.outputs.put((index, done, True, changed), self.stop)
 
     def write(self) -> None:
         """The writer thread: frames put back in order and encoded; each written frame frees a slot."""
         pending: dict[int, tuple[YuvFrame, bool]] = {}
         next_index = self.task.chunk.start
         while next_index < self.task.chunk.end:
-            index, image, changed = self.outputs.get(self.stop)
+            index, image, converted, changed = self.outputs.get(self.stop)
             pending[index] = (image, changed)
-            self.converted += changed
+            self.converted += converted
             while next_index in pending:
                 image, changed = pending.pop(next_index)
                 self.sink.put(next_index, image.data, changed)

@@ -173,12 +173,12 @@ class YuvFrame:
         """The Y plane, scaled down to fit ``max_side`` (no colour conversion at all)."""
         return fit_within(self.planes()[0], max_side)
 
-    def store(self, result: Frame, before: Frame) -> None:
+    def store(self, result: Frame, before: Frame) -> bool:
         """Write the pixels of ``result`` that differ from ``before`` (the frame given to the processors);
-        pixels outside the changed box stay exactly as decoded."""
+        pixels outside the changed box stay exactly as decoded. Whether any pixel differed."""
         box = changed_box(before, result)
         if box is None:
-            return
+            return False
         x0, y0, x1, y1 = box
         y, u, v = self.planes()
         new_y, new_u, new_v = bgr_to_planes(np.ascontiguousarray(result[y0:y1, x0:x1]), self.matrix)
@@ -186,3 +186,4 @@ class YuvFrame:
         u[y0 // 2 : y1 // 2, x0 // 2 : x1 // 2] = new_u
         v[y0 // 2 : y1 // 2, x0 // 2 : x1 // 2] = new_v
         self._bgr = None
+        return True
