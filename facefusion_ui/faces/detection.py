@@ -25,8 +25,19 @@ def fit_within(frame: Frame, max_side: int) -> tuple[Frame, float]:
     if scale >= 1.0:
         return frame, 1.0
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    resized: Frame = np.asarray(cv2.resize(frame, size, interpolation=cv2.INTER_AREA), dtype=np.uint8)
-    return resized, scale
+    resized = cv2.resize(frame, size, interpolation=shrink_interpolation(frame, size))
+    return np.asarray(resized, dtype=np.uint8), scale
+
+
+def shrink_interpolation(frame: Frame, size: tuple[int, int]) -> int:
+    """How to scale ``frame`` down to ``size`` for a detector: area averaging where the factor is a whole
+    number (OpenCV's fast path) or large (where sampling would alias), bilinear below 2x, where it is
+    about ten times faster than area averaging at an uneven factor and a detector sees no difference."""
+    height, width = frame.shape[:2]
+    factors = (width / size[0], height / size[1])
+    if all(abs(factor - round(factor)) < 1e-9 for factor in factors) or max(factors) >= 2.0:
+        return cv2.INTER_AREA
+    return cv2.INTER_LINEAR
 
 
 def non_max_suppression(boxes: Points, scores: Points, threshold: float = 0.4) -> list[int]:
