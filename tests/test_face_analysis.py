@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.faces.analyser import FaceAnalyser
-from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.detection import Detection, fit_within, shrink_interpolation
 from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.landmarker import dlib_landmarks
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -260,3 +260,12 @@ def test_dlib_landmarks_are_the_same_on_bgr_and_rgb(shared_runtime: ModelRuntime
                 assert np.array_equal(
                     dlib_landmarks(image, predictor, face.bbox), dlib_landmarks(rgb, predictor, face.bbox)
                 )
+
+
+def test_detection_views_shrink_by_area_at_whole_or_large_factors_else_bilinear() -> None:
+    frame = np.zeros((720, 1280, 3), dtype=np.uint8)
+    assert shrink_interpolation(frame, (640, 360)) == cv2.INTER_AREA  # 2x: OpenCV's fast path
+    assert shrink_interpolation(frame, (300, 169)) == cv2.INTER_AREA  # over 2x: sampling would alias
+    assert shrink_interpolation(frame[:, :1100], (640, 419)) == cv2.INTER_LINEAR  # an uneven factor below 2
+    small, scale = fit_within(frame[:, :1100], 640)
+    assert small.shape[:2] == (419, 640) and scale == pytest.approx(640 / 1100)
