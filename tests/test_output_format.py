@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,8 @@ FAST = Settings(execution_threads=2, frame_queue_size=4, output_video_preset="ul
 def test_resolution_is_width_x_height_and_fps_a_positive_rate() -> None:
     assert Settings(output_video_resolution=" 1280 X 720 ").output_video_resolution == "1280x720"
     assert Settings().output_video_resolution is None and Settings().output_video_fps is None
-    for bad in ("720p", "1280x", "0x720", "1280x99999", 1280):
+    bad_values: tuple[Any, ...] = ("720p", "1280x", "0x720", "1280x99999", 1280)
+    for bad in bad_values:
         with pytest.raises(SettingsError, match=r"WIDTHxHEIGHT, e\.g\. 1280x720"):
             Settings(output_video_resolution=bad)
     assert Settings(output_video_fps=25).output_video_fps == 25.0
