@@ -32,6 +32,11 @@ class PreviewGate:
             self._changed.notify_all()
         return number
 
+    def last(self, session: str) -> int:
+        """The number of the session's last change (0: none remembered)."""
+        with self._changed:
+            return self._latest.get(session, 0)
+
     def latest(self, session: str, number: int) -> bool:
         with self._changed:
             return self._latest.get(session, number) == number

@@ -74,6 +74,13 @@ def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
                 return
             self.wfile.write(payload)
 
+        def do_HEAD(self) -> None:  # the size a page shows before downloading
+            name = self.path.rsplit("/", 1)[-1]
+            body = served.body if name == "model.onnx" else served.extra.get(name)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body) if body is not None else 0))
+            self.end_headers()
+
         def _send_small(self, body: bytes, status: int = 200) -> None:
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
