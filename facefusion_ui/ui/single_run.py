@@ -44,8 +44,8 @@ def analyse_target(services: UiServices, target_value: Any, frame: float) -> tup
     """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
     range fitted to its length, hidden for an image; the reference position back to 0."""
     path = file_path(target_value)
-    if path is None:
-        hidden = gr.Slider(visible=False)
+    if path is None:  # back to frame 0: a frame number left from a video would not fit the next target
+        hidden = gr.Slider(value=0, visible=False)
         return "", [], hidden, hidden, hidden, 0, ""
     info = target_info(path)
     last = max(info.frame_count - 1, 0)
