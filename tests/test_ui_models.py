@@ -96,7 +96,7 @@ def test_every_catalog_model_is_offered_with_its_state_and_note(offline: UiServi
     assert model_label(offline, "mesh_warp").startswith("mesh_warp · installed · runs on any CPU")
     # the catalog's size where it has one; otherwise unknown while offline
     assert model_label(offline, "inswapper_128").startswith("inswapper_128 · download, 554 MB · ")
-    assert model_label(offline, "ghost_1_256").startswith("ghost_1_256 · not downloaded · GHOST 1")
+    assert model_label(offline, "ghost_1_256").startswith("ghost_1_256 · not downloaded · GHOST checkpoint 1")
     assert [value for _, value in model_choices(offline, ("mesh_warp", "ghost_1_256"))] == ["mesh_warp", "ghost_1_256"]
 
 

@@ -49,6 +49,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output_video_encoder",
             "output_video_preset",
             "output_video_quality",
+            "output_video_resolution",
+            "output_video_fps",
             "output_image_quality",
             "video_copy_unchanged",
         ),
