@@ -26,6 +26,7 @@ from facefusion_ui.video.output_format import (
 )
 from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.yuv import ColourMatrix
+from tests.conftest import RunCli
 from tests.support import media, videos
 from tests.test_video_pipeline import audio_seconds
 
@@ -134,3 +135,14 @@ def test_copy_unchanged_falls_back_with_the_reason(
     with pytest.raises(InputError, match="the output size differs from the source"):
         strict = FAST.with_items(output_video_resolution="640x480", video_copy_unchanged="on")
         run(clips, shared_runtime, tmp_path / "strict.mp4", strict)
+
+
+def test_command_line_flags_say_what_is_wrong_in_one_line(run_cli: RunCli) -> None:
+    for flag, value, expected in (
+        ("--output-video-resolution", "720p", "allowed WIDTHxHEIGHT, e.g. 1280x720"),
+        ("--output-video-fps", "0", "allowed a number from 1 to 240 or none"),
+    ):
+        completed = run_cli(["process", flag, value, "-s", "a.png", "-t", "b.mp4", "-o", "c.mp4"])
+        assert completed.returncode == 2 and "Traceback" not in completed.stderr
+        (line,) = completed.stderr.strip().splitlines()
+        assert expected in line, line
