@@ -197,6 +197,11 @@ def test_preview_waits_for_quiet_and_the_last_change_wins() -> None:
     gate.ticket("page")
     thread.join(timeout=30)
     assert outcome == [False]
+    # Start wrote the message: a preview asked before leaves it, one asked after may clear it
+    before = gate.ticket("page")
+    gate.hold_message("page")
+    assert not gate.may_clear_message("page", before)
+    assert gate.may_clear_message("page", gate.ticket("page"))
 
 
 def test_gated_preview_skips_stale_changes(page: UiServices, photos: dict[str, Path]) -> None:

@@ -1,6 +1,7 @@
 """The live preview's debounce: each change of a page session takes a ticket; it runs once the session has
 been quiet for ``quiet_s`` (no newer ticket), one preview at a time, and a result that a newer change made
-stale is dropped, so dragging a slider through many values shows the preview of the last one."""
+stale is dropped, so dragging a slider through many values shows the preview of the last one. A preview
+asked before another handler wrote the tab's message (Start's "queued") leaves that message as it is."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class PreviewGate:
         """Held while a preview is made: one at a time, whatever the number of sessions."""
         self._changed = threading.Condition()
         self._latest: OrderedDict[str, int] = OrderedDict()
+        self._held: OrderedDict[str, int] = OrderedDict()
+        """Per session: the last change before a message the previews of those changes must not clear."""
 
     def ticket(self, session: str) -> int:
         """A new change of ``session``: its number (the ones before it are now stale)."""
@@ -31,6 +34,18 @@ class PreviewGate:
                 self._latest.popitem(last=False)
             self._changed.notify_all()
         return number
+
+    def hold_message(self, session: str) -> None:
+        """Another handler wrote the message: previews of the changes made so far leave it."""
+        with self._changed:
+            self._held.pop(session, None)
+            self._held[session] = self._latest.get(session, 0)
+            while len(self._held) > self.sessions:
+                self._held.popitem(last=False)
+
+    def may_clear_message(self, session: str, number: int) -> bool:
+        with self._changed:
+            return number > self._held.get(session, 0)
 
     def last(self, session: str) -> int:
         """The number of the session's last change (0: none remembered)."""

@@ -6,6 +6,7 @@ by ``render_single_tab``, wired by ``listen_single_tab`` to the handlers of ``si
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,11 +329,12 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
-    tab.start.click(
-        functools.partial(single_models.run_start_with_models, services, keys),
-        [tab.job_id, *tab.request()],
-        [tab.message, tab.job_id, tab.start, tab.timer, tab.log],
-    )
+
+    def start(request: gr.Request, *values: Any) -> Iterator[tuple[Any, ...]]:
+        gate.hold_message(request.session_hash or "")  # a preview asked before Start leaves its message
+        yield from single_models.run_start_with_models(services, keys, *values)
+
+    tab.start.click(start, [tab.job_id, *tab.request()], [tab.message, tab.job_id, tab.start, tab.timer, tab.log])
     listen_models(tab.models, services)
     tab.timer.tick(
         functools.partial(single_run.poll, services),

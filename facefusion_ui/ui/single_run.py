@@ -118,8 +118,10 @@ def gated_preview(
     with gate.working:
         if not gate.latest(session, number):
             return gr.skip(), gr.skip()
-        shown = run_preview(services, keys, *values)
-    return shown if gate.latest(session, number) else (gr.skip(), gr.skip())
+        message, images = run_preview(services, keys, *values)
+    if not gate.latest(session, number):
+        return gr.skip(), gr.skip()
+    return (message if gate.may_clear_message(session, number) else gr.skip()), images
 
 
 @reported(5)
