@@ -19,6 +19,7 @@ import pytest
 from facefusion_ui.errors import ModelError
 from facefusion_ui.state_manager import setting_rule
 from facefusion_ui.ui import settings, single_models
+from facefusion_ui.ui.model_sizes import ModelSizes
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import MODEL_NOTES, model_choices, model_label
 from facefusion_ui.ui.services import UiServices
@@ -108,6 +109,15 @@ def test_sizes_come_from_the_server_in_the_background(offline: UiServices, stand
     assert size is not None and model_label(offline, STAND_IN).startswith(f"{STAND_IN} · download, {size / 1e6:.0f} MB")
     row = next(row for row in settings.model_rows(offline) if row[0] == STAND_IN)  # the Settings tab's table too
     assert row[4] == f"{size / 1e6:.0f}"
+
+
+def test_sizes_are_kept_in_a_bounded_table() -> None:
+    sizes = ModelSizes(limit=3)
+    for port in range(10):
+        assert sizes.size(f"http://127.0.0.1:9/model-{port}.onnx") is None  # unreachable: unknown
+    assert len(sizes) == 3
+    sizes.close()
+    assert sizes.size("http://127.0.0.1:9/after.onnx") is None  # closed: still an answer, no error
 
 
 def test_download_beside_a_missing_model_then_labels_refresh(offline: UiServices, stand_in: str) -> None:

@@ -4,6 +4,7 @@ network. Kept in a bounded table; offline (or while the answer is on its way) th
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -43,8 +44,17 @@ class ModelSizes:
             if len(self._sizes) >= self.limit:
                 del self._sizes[next(iter(self._sizes))]
             self._sizes[url] = None
-        self._pool.submit(self._ask, url)
+        with contextlib.suppress(RuntimeError):  # closed: the server is stopping, the size stays unknown
+            self._pool.submit(self._ask, url)
         return None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sizes)
+
+    def close(self) -> None:
+        """No new requests; those under way end by their timeout."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _ask(self, url: str) -> None:
         found = content_length(url)
