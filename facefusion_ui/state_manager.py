@@ -45,6 +45,7 @@ from facefusion_ui.types import (
 )
 
 _NAME = re.compile(r"^[a-z][a-z0-9_.\-]*$")
+_RESOLUTION = re.compile(r"^(\d{1,5})\s*[xX×]\s*(\d{1,5})$")
 
 
 def _fail(key: str, value: Any, allowed: str) -> SettingsError:
@@ -131,6 +132,33 @@ class WholeChoice(Rule):
 
     def cli_options(self) -> dict[str, Any]:
         return {"type": int, "choices": self.values, "metavar": "PX"}
+
+
+@dataclass(frozen=True)
+class Resolution(Rule):
+    """A frame size written ``WIDTHxHEIGHT`` (e.g. 1280x720), each side from ``low`` to ``high`` pixels; none
+    when ``optional``. Odd sides are rounded up to even where frames are encoded (4:2:0)."""
+
+    low: int = 16
+    high: int = 16384
+    optional: bool = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        allowed = f"WIDTHxHEIGHT, e.g. 1280x720, each side {self.low} to {self.high}" + (
+            " or none" if self.optional else ""
+        )
+        match = _RESOLUTION.match(value.strip()) if isinstance(value, str) else None
+        if match is None:
+            raise _fail(key, value, allowed)
+        width, height = int(match.group(1)), int(match.group(2))
+        if not (self.low <= width <= self.high and self.low <= height <= self.high):
+            raise _fail(key, value, allowed)
+        return f"{width}x{height}"
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"metavar": "WIDTHxHEIGHT"}
 
 
 class Flag(Rule):
@@ -377,6 +405,12 @@ class Settings:
     output_video_encoder: VideoEncoder = _setting("libx264", one_of(choices(VideoEncoder)), "ffmpeg video encoder")
     output_video_quality: int = _setting(80, whole_number(0, 100), "video quality, 100 is best")
     output_video_preset: VideoPreset = _setting("veryfast", one_of(choices(VideoPreset)), "encoder speed")
+    output_video_resolution: str | None = _setting(
+        None, Resolution(), "videos: the output's frame size WIDTHxHEIGHT, e.g. 1280x720 (none: the source's)"
+    )
+    output_video_fps: float | None = _setting(
+        None, number(1.0, 240.0, optional=True), "videos: the output's frame rate, e.g. 25 (none: the source's)"
+    )
     output_image_quality: int = _setting(90, whole_number(0, 100), "image quality, 100 is best")
 
     def __post_init__(self) -> None:

@@ -10,7 +10,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from facefusion_ui.video.chunks import (
 from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat_list
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
+from facefusion_ui.video.output_format import OutputFormat, changed_reason, output_format
 from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video
 from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
@@ -129,6 +130,8 @@ class VideoPlan:
     copy: CopySource | None = None
     """Where the untouched GOPs are copied from; None when every frame is encoded (``copy_reason`` says why)."""
     copy_reason: str | None = None
+    output: OutputFormat = field(default_factory=OutputFormat)
+    """The output's own size and frame rate (``--output-video-resolution``/``-fps``) where they differ."""
 
     @classmethod
     def make(cls, settings: Settings, target: Path, output: Path, ffmpeg: str) -> VideoPlan:
@@ -158,18 +161,21 @@ class VideoPlan:
         budget = budget_for(settings, info, encoded[0] * encoded[1] / (size[0] * size[1]))
         settings = settings.with_items(frame_queue_size=budget.queue_size)
         length = chunk_length(budget.chunk_seconds, float(info.fps), largest_group(settings.face_detector_interval))
-        if encoded != size:  # the processors change the frame size: no GOP of the source fits the output
-            reason = "the processors change the frame size"
+        made = output_format(settings, encoded, info.fps, first)
+        changed = changed_reason(settings, size, info.fps)
+        if encoded != size:
+            changed = "the processors change the frame size"
+        if changed is not None:  # no GOP of the source fits the output
             if settings.video_copy_unchanged == "on":
                 raise InputError(
-                    f"cannot copy the untouched stretches of {info.path}: {reason} (--video-copy-unchanged on)"
+                    f"cannot copy the untouched stretches of {info.path}: {changed} (--video-copy-unchanged on)"
                 )
-            return cls(
-                info, first, last, budget, settings, length, plan_chunks(first, last, length), encoded, None, reason
-            )
+            chunks = plan_chunks(first, last, length)
+            resized = encoded if encoded != size else None
+            return cls(info, first, last, budget, settings, length, chunks, resized, None, changed, made)
         copy, reason = copy_source_for(settings, info, output, ffmpeg)
         chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
-        return cls(info, first, last, budget, settings, length, chunks, None, copy, None if copy else reason)
+        return cls(info, first, last, budget, settings, length, chunks, None, copy, None if copy else reason, made)
 
     def resized(self, settings: Settings, resize: Resize, output: Path, ffmpeg: str) -> VideoPlan:
         """The plan for processors that may change the frame's size (``settings``: the job's): itself when
@@ -317,6 +323,7 @@ class VideoRun:
                         self.context.cancel,
                         output_size=self.plan.output_size,
                         copy=copy,
+                        output=self.plan.output,
                     )
                     return run_chunk(task)
                 except BaseException as error:

@@ -4,7 +4,10 @@ and settings that never change jobs already queued."""
 
 from __future__ import annotations
 
+import re
 import socket
+import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,8 @@ from tests.conftest import ROOT
 from tests.support import media, videos
 
 CHROMIUM = "/usr/bin/chromium"
+STAND_IN = "gpen_bfr_256"
+"""A face enhancer model cheap to make runnable (GPEN 256: 1x3x256x256 in, same out)."""
 ARTIFACTS = ROOT / "test-artifacts"
 BROWSER_ARGS = [
     "--no-sandbox",
@@ -268,6 +273,113 @@ def test_in_a_real_browser(
     assert errors == [], errors
     assert [record for record in caplog.records if record.exc_info] == []
     ui.services.save_settings({"execution_providers": ("cpu",), "preset": "balanced"})
+
+
+def preview_frame(page: Any, frames: list[np.ndarray]) -> int:
+    """Which frame of ``frames`` the preview's "before" side shows (-1 when none is shown yet)."""
+    images = page.locator("#single-preview img")
+    if images.count() < 2:
+        return -1
+    source = images.first.get_attribute("src") or ""
+    response = httpx.get(source, timeout=30) if source.startswith("http") else None
+    if response is None or response.status_code != 200:
+        return -1
+    shown = cv2.imdecode(np.frombuffer(response.content, np.uint8), cv2.IMREAD_COLOR)
+    if shown is None:
+        return -1
+    errors = [np.abs(cv2.resize(shown, frame.shape[1::-1]).astype(int) - frame.astype(int)).mean() for frame in frames]
+    return int(np.argmin(errors))
+
+
+def drag_frame_slider(page: Any, stops: list[float]) -> int:
+    """Drag the frame slider through ``stops`` (fractions of its width) in one go; the value it ends on."""
+    track = page.locator("#single-frame input[type=range]")
+    box = track.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + 2, y)
+    page.mouse.down()
+    for stop in stops:
+        page.mouse.move(box["x"] + box["width"] * stop, y, steps=4)
+    page.mouse.up()
+    return int(float(page.locator("#single-frame input[type=number]").input_value()))
+
+
+def preview_flow(page: Any, media_files: dict[str, Path]) -> None:
+    """Dragging the frame slider through many values ends on the preview of the last one."""
+    from playwright.sync_api import expect
+
+    page.locator("#single-sources input[type=file]").set_input_files(str(media_files["face"]))
+    expect(page.locator("#single-source-faces img")).to_have_count(1, timeout=60_000)
+    page.locator("#single-target input[type=file]").set_input_files(str(media_files["clip"]))
+    expect(page.locator("#single-frame")).to_be_visible(timeout=60_000)
+    expect(page.locator("#single-preview img")).to_have_count(2, timeout=120_000)
+    frames = videos.decode_all(media_files["clip"])
+    last = drag_frame_slider(page, [0.9, 0.2, 0.7, 0.1, 0.5, 0.95, 0.3, 0.6])
+    assert 0 < last < len(frames) - 1
+    page.wait_for_function(  # the preview's requests have all been answered
+        "() => !document.querySelector('#single-preview .progress-text, #single-preview .eta-bar')",
+        timeout=120_000,
+    )
+    deadline = time.monotonic() + 120
+    while preview_frame(page, frames) != last:
+        assert time.monotonic() < deadline, f"the preview never showed frame {last}"
+        page.wait_for_timeout(200)
+
+
+def download_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], url: str) -> None:
+    """A missing model chosen on the Single tab: Download beside it, its progress to "downloaded and
+    verified", the label says installed, then a job with it, all without a restart."""
+    from playwright.sync_api import expect
+
+    ui.services.downloads.url_for[STAND_IN] = url
+    page.locator("#single-target button[aria-label='Clear']").first.click()
+    page.locator("#single-target input[type=file]").set_input_files(str(media_files["grace"]))
+    expect(page.locator("#single-frame")).to_be_hidden(timeout=60_000)
+    page.locator("#single-processors").get_by_label("face_enhancer", exact=False).check()
+    page.get_by_text("face_enhancer options").click()
+    page.locator("#setting-face_enhancer_model input").click()
+    page.get_by_role("option", name=STAND_IN).click()
+    button = page.locator("#single-download-face_enhancer_model")
+    expect(button).to_be_visible(timeout=30_000)
+    expect(page.locator("#single-downloads")).to_contain_text(f"{STAND_IN} is not downloaded")
+    button.click()
+    expect(page.locator("#single-downloads")).to_contain_text(f"{STAND_IN}: downloaded and verified", timeout=120_000)
+    expect(button).to_be_hidden(timeout=30_000)
+    expect(page.locator("#setting-face_enhancer_model input")).to_have_value(
+        re.compile(f"^{STAND_IN} · installed"), timeout=30_000
+    )
+    page.locator("#single-start").click()
+    expect(page.locator("#single-message")).to_contain_text("queued: it writes grace_swapped_", timeout=60_000)
+    expect(page.locator("#single-result-image img")).to_be_visible(timeout=180_000)
+    expect(page.locator("#single-status")).to_contain_text("completed")
+    page.screenshot(path=str(ARTIFACTS / "ui-single-models.png"), full_page=True)
+    assert page.get_by_text("Error", exact=True).count() == 0  # no error toast on the way
+    job = ui.services.store.jobs()[-1]
+    assert job.status == "completed" and job.payload["settings"]["face_enhancer_model"] == STAND_IN
+
+
+def test_model_download_and_live_preview_in_a_real_browser(
+    ui: RunningUi,
+    media_files: dict[str, Path],
+    browser_page: tuple[Any, list[str]],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The preview follows a slider drag to its last value; a model downloaded from the Single tab (a
+    stand-in served on loopback, with its CRC32 sidecar) runs a job at once."""
+    from tests.support.http_server import ServedFile, serve
+    from tests.support.onnx_models import build_enhancer
+
+    page, errors = browser_page
+    caplog.set_level("ERROR")
+    preview_flow(page, media_files)
+    body = build_enhancer(tmp_path / "stand-in.onnx", 256).read_bytes()
+    sidecar = {f"{STAND_IN}.hash": format(zlib.crc32(body), "08x").encode()}
+    with serve(ServedFile(body, extra=sidecar)) as url:
+        download_flow(page, ui, media_files, url)
+    assert errors == [], errors
+    assert [record for record in caplog.records if record.exc_info] == []
 
 
 def test_share_without_internet_keeps_serving_locally(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

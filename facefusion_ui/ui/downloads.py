@@ -5,13 +5,15 @@ once (no restart)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.model_service import DownloadStatus, ModelDownloads
-from facefusion_ui.models import model_path, model_state
+from facefusion_ui.model_service import DownloadStatus, ModelDownloads, required_closure
+from facefusion_ui.models import ModelSpec, model_path, model_state
+from facefusion_ui.ui.model_sizes import ModelSizes
 
 
 def status_line(status: DownloadStatus) -> str:
@@ -35,20 +37,32 @@ def status_line(status: DownloadStatus) -> str:
     return line
 
 
+def moved(spec: ModelSpec, url: str) -> ModelSpec:
+    """``spec`` downloaded from ``url``, its publisher's hash sidecar looked for beside it."""
+    sidecar = f"{url.rpartition('/')[0]}/{spec.hash_url.rpartition('/')[2]}" if spec.hash_url else None
+    return replace(spec, url=url, hash_url=sidecar)
+
+
 @dataclass
 class PageDownloads:
     runtime: ModelRuntime
     url_for: dict[str, str] = field(default_factory=dict)
     """Another address for a model (tests, mirrors); the catalog's otherwise."""
+    sizes: ModelSizes = field(default_factory=ModelSizes, repr=False)
     _service: ModelDownloads | None = field(default=None, repr=False)
 
-    def _synced(self, name: str) -> ModelDownloads:
-        """The service, on the runtime's folder, knowing ``name`` as the runtime does now."""
-        if self._service is None or self._service.folder != self.runtime.folder:
-            self._service = ModelDownloads(self.runtime.folder, self.runtime.manifest)
+    def spec(self, name: str) -> ModelSpec:
+        """``name`` as the runtime knows it, from the address it is downloaded from."""
         spec = self.runtime.spec(name)
         override = self.url_for.get(name)
-        self._service.manifest[name] = replace(spec, url=override) if override else spec
+        return moved(spec, override) if override else spec
+
+    def _synced(self, name: str) -> ModelDownloads:
+        """The service, on the runtime's folder, knowing ``name`` and what it requires as the runtime does now."""
+        if self._service is None or self._service.folder != self.runtime.folder:
+            self._service = ModelDownloads(self.runtime.folder, self.runtime.manifest)
+        for each in required_closure([name], self.runtime.manifest):
+            self._service.manifest[each] = self.spec(each)
         return self._service
 
     def start(self, name: str) -> None:
@@ -57,8 +71,37 @@ class PageDownloads:
             raise InputError(f"{name} comes with the program: there is nothing to download")
         self._synced(name).start(name)
 
+    def missing(self, names: Sequence[str]) -> list[str]:
+        """The models of ``names`` and those they require that can be downloaded and are not installed."""
+        folder = self.runtime.folder
+        closure = required_closure([name for name in names if name in self.runtime.manifest], self.runtime.manifest)
+        return [
+            name
+            for name in closure
+            if self.runtime.spec(name).kind == "onnx" and not model_state(self.runtime.spec(name), folder).installed
+        ]
+
+    def start_missing(self, names: Sequence[str]) -> list[str]:
+        """Start downloading every model of ``missing(names)``; their names."""
+        needed = self.missing(names)
+        for name in needed:
+            self.start(name)
+        return needed
+
+    def size(self, name: str) -> int | None:
+        """The download size of ``name``: the catalog's, else the server's (asked in the background)."""
+        spec = self.spec(name)
+        if spec.size or spec.kind != "onnx" or not spec.url:
+            return spec.size
+        return self.sizes.size(spec.url)
+
     def progress(self) -> dict[str, DownloadStatus]:
         return self._service.statuses() if self._service is not None else {}
+
+    def wait(self, name: str, timeout_s: float) -> None:
+        """Until the download of ``name`` ends or ``timeout_s`` passed."""
+        if self._service is not None:
+            self._service.wait(name, timeout_s)
 
     def running(self) -> bool:
         return any(not status.finished for status in self.progress().values())

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gradio as gr
@@ -39,11 +39,68 @@ PROCESSOR_NOTES = {
     "face_debugger": "draws the faces found (boxes and points), to check detection",
 }
 MODEL_NOTES = {
-    "mesh_warp": "no download, runs on any CPU: moves the source face onto the target's face shape",
-    "inswapper_128": "InsightFace's learned swapper: the most natural likeness (a 554 MB download)",
+    # swappers
+    "mesh_warp": "runs on any CPU, no download: moves the source face onto the target's face shape",
+    "hyperswap_1a_256": "FaceFusion's default swapper since 3.5: natural likeness, 256 px",
+    "hyperswap_1b_256": "HyperSwap trained for another identity/attribute balance",
+    "hyperswap_1c_256": "HyperSwap trained for a third identity/attribute balance",
+    "inswapper_128": "the smallest input, fastest: use pixel boost 256-512 on large faces",
     "inswapper_128_fp16": "inswapper_128 in half precision: half the memory, for GPUs",
-    "gfpgan_1.4": "GFPGAN 1.4 face restoration",
+    "simswap_256": "SimSwap at 256 px",
+    "simswap_unofficial_512": "SimSwap at 512 px: close-ups without pixel boost",
+    "ghost_1_256": "GHOST checkpoint 1: try each on a hard face",
+    "ghost_2_256": "GHOST checkpoint 2",
+    "ghost_3_256": "GHOST checkpoint 3",
+    "blendswap_256": "takes the source photo itself: for a source the recognizer reads badly",
+    "uniface_256": "takes the source photo itself, FFHQ-aligned",
+    "hififace_unofficial_256": "an unofficial HifiFace export, MTCNN-aligned",
+    # face enhancers
+    "gfpgan_1.4": "GFPGAN 1.4: the usual face restoration",
+    "gfpgan_1.2": "GFPGAN 1.2: sharper, less faithful",
+    "gfpgan_1.3": "GFPGAN 1.3: more natural, fewer artefacts",
+    "codeformer": "CodeFormer: robust on very degraded faces (fidelity weight)",
+    "gpen_bfr_256": "GPEN 256: the lightest enhancer, small faces",
+    "gpen_bfr_512": "GPEN 512: general face restoration",
+    "gpen_bfr_1024": "GPEN 1024: for large faces",
+    "gpen_bfr_2048": "GPEN 2048: for 4K close-ups, heavy",
+    "restoreformer_plus_plus": "a transformer restorer: compare with GFPGAN",
+    # frame enhancers
+    "real_esrgan_x2": "x2 upscaler for general photos",
+    "real_esrgan_x2_fp16": "real_esrgan_x2 in half precision, for GPUs",
+    "real_esrgan_x4": "x4 upscaler for general photos",
+    "real_esrgan_x4_fp16": "real_esrgan_x4 in half precision, for GPUs",
+    "real_hatgan_x4": "x4 transformer upscaler: fine detail, slower",
+    "ultra_sharp_x4": "x4, sharp detail (non-commercial)",
+    "clear_reality_x4": "x4, fast and natural for photos (non-commercial)",
+    "nomos8k_sc_x4": "x4 for photos",
+    "remacri_x4": "x4 (non-commercial)",
+    "siax_x4": "x4",
+    "span_kendata_x4": "x4, light and fast (non-commercial)",
+    # lip syncers
+    "wav2lip_96": "tighter lip sync (non-commercial)",
+    "wav2lip_gan_96": "better-looking mouths (non-commercial)",
+    # detectors, landmarkers, recognizers
+    "dlib_hog": "CPU, no download: frontal faces, best recall here",
+    "mediapipe_blazeface": "no download: fast",
+    "scrfd_2.5g": "fast SCRFD: good for videos on a CPU",
+    "det_10g": "SCRFD 10G: accurate, four times scrfd_2.5g's compute",
+    "retinaface_10g": "RetinaFace 10G: accurate",
+    "yoloface_8n": "YOLOv8 nano: little compute",
+    "yunet_2023_mar": "YuNet: tiny, CPU friendly",
+    "dlib_68": "no download: 68 points",
+    "dlib_5": "no download: 5 points, fastest",
+    "mediapipe_face_mesh": "no download: a 468-point mesh",
+    "2dfan4": "68 points, precise contours",
+    "dlib_resnet": "no download: identity for reference mode",
+    "arcface_w600k_r50": "ArcFace: the identity the learned swappers need",
+    # maskers
+    "xseg_1": "occlusion mask: hands, hair, objects in front of the face",
+    "xseg_2": "occlusion mask (second training)",
+    "xseg_3": "occlusion mask (third training)",
+    "bisenet_resnet_18": "face parser for the region mask: fast",
+    "bisenet_resnet_34": "face parser for the region mask: finer",
 }
+"""What each choosable model suits, from the catalog's descriptions, shown in its dropdown label."""
 
 
 def processor_label(name: str) -> str:
@@ -55,18 +112,35 @@ def installed(services: UiServices, name: str) -> bool:
     return model_state(services.runtime.spec(name), services.runtime.folder).installed
 
 
+def model_state_text(services: UiServices, name: str) -> str:
+    """'installed', 'download, 554 MB' (the size from the catalog or the server), or 'not downloaded'."""
+    if installed(services, name):
+        return "installed"
+    size = services.downloads.size(name)
+    return f"download, {size / 1e6:.0f} MB" if size else "not downloaded"
+
+
+def model_label(services: UiServices, name: str) -> str:
+    """``hyperswap_1a_256 · download, 403 MB · FaceFusion's default swapper since 3.5...``"""
+    note = MODEL_NOTES.get(name)
+    return " · ".join([name, model_state_text(services, name), *([note] if note else [])])
+
+
 def model_labels(services: UiServices, names: Sequence[str]) -> dict[str, str]:
-    """How model choices are called: the ones not downloaded say so (they stay choosable: the message
-    on use says where to get them)."""
-    return {
-        name: f"{name} (not downloaded: Settings, Models)"
-        for name in names
-        if name in services.runtime.manifest and not installed(services, name)
-    }
+    """How model choices are called on the page: each with its state and what it suits (the value stays
+    the name). Names that are not catalog models keep their name."""
+    return {name: model_label(services, name) for name in names if name in services.runtime.manifest}
 
 
-def model_info(names: Sequence[str]) -> str:
-    return " · ".join(f"{name}: {MODEL_NOTES[name]}" for name in names if name in MODEL_NOTES)
+def model_choices(services: UiServices, names: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, name) for a dropdown of ``names``."""
+    labels = model_labels(services, names)
+    return [(labels.get(name, name), name) for name in names]
+
+
+def is_model_list(services: UiServices, names: Sequence[str]) -> bool:
+    """Whether ``names`` are catalog models (a model dropdown), not other choices."""
+    return bool(names) and all(name in services.runtime.manifest for name in names)
 
 
 def processor_settings(name: str) -> tuple[str, ...]:
@@ -79,14 +153,18 @@ def option_fields(services: UiServices) -> list[tuple[str, ProcessorOption]]:
     return [(name, option) for name in services.registry.names() for option in table.get(name, ())]
 
 
-def render_option_control(processor: str, option: ProcessorOption, value: OptionValue) -> Any:
-    """A checkbox for a bool, a dropdown for choices, a slider for a numeric range, else a number."""
+def render_option_control(
+    processor: str, option: ProcessorOption, value: OptionValue, choice_labels: Mapping[str, str] | None = None
+) -> Any:
+    """A checkbox for a bool, a dropdown for choices (``choice_labels``: what a choice is called, e.g. a
+    model with its state), a slider for a numeric range, else a number."""
     label = f"{processor}: {option.help or option.name}"
     elem_id = f"single-option-{processor}-{option.name}"
     if option.type is bool:
         return gr.Checkbox(value=bool(value), label=label, elem_id=elem_id)
     if option.type is str:
-        return gr.Dropdown(list(option.choices), value=value, label=label, elem_id=elem_id)
+        shown = [((choice_labels or {}).get(name, name), name) for name in option.choices]
+        return gr.Dropdown(shown, value=value, label=label, elem_id=elem_id)
     number = float(value)  # an int or float option: its value is a number
     if option.low is not None and option.high is not None:
         step = 1 if option.type is int else (option.high - option.low) / 100

@@ -81,6 +81,7 @@ class UiServices:
         self._thread.start()
 
     def stop(self) -> None:
+        self.downloads.sizes.close()
         if self.worker is not None:
             self.worker.stop.set()
             for job_id in list(self.worker.running):

@@ -49,6 +49,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "output_video_encoder",
             "output_video_preset",
             "output_video_quality",
+            "output_video_resolution",
+            "output_video_fps",
             "output_image_quality",
             "video_copy_unchanged",
         ),
@@ -98,7 +100,8 @@ def model_rows(services: UiServices) -> list[list[Any]]:
     for spec in services.runtime.manifest.values():
         state = model_state(spec, services.runtime.folder)
         verified = {True: "yes", False: "MISMATCH", None: "-"}[state.verified]
-        size = f"{spec.size / 1e6:.0f}" if spec.size else ("included" if spec.kind == "embedded" else "?")
+        known = services.downloads.size(spec.name)  # the catalog's, else the server's once it answered
+        size = f"{known / 1e6:.0f}" if known else ("included" if spec.kind == "embedded" else "?")
         rows.append([spec.name, spec.role, "yes" if state.installed else "no", verified, size, spec.description])
     return rows
 

@@ -6,17 +6,19 @@ by ``render_single_tab``, wired by ``listen_single_tab`` to the handlers of ``si
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
 from facefusion_ui.state_manager import setting_rule
-from facefusion_ui.ui import single_run
+from facefusion_ui.ui import single_models, single_run
 from facefusion_ui.ui.controls import setting_control
+from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import (
     MASK_SETTINGS,
-    model_info,
+    is_model_list,
     model_labels,
     processor_label,
     processor_settings,
@@ -31,11 +33,13 @@ MODE_INFO = (
 )
 POSITION_INFO = "0 is the first face in the gallery: faces are counted largest first (Settings: face order)"
 PREVIEW_EVENT: dict[str, Any] = {
-    "trigger_mode": "always_last",
-    "concurrency_limit": 1,
+    "trigger_mode": "multiple",
+    "concurrency_limit": 4,
     "concurrency_id": "single-preview",
+    "show_progress": "minimal",
 }
-"""A preview on every change, one at a time, and only the last change waiting runs."""
+"""Every change is sent at once (so the server sees the newer ones); ``single_run.gated_preview`` waits
+for a quiet moment, makes one preview at a time and drops the stale ones."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ class SingleTab:
     """One control per key of ``single_keys()``, in that order."""
     option_controls: list[Any]
     """One control per option of ``option_fields``, in that order."""
+    models: ModelPickers
 
     def request(self) -> list[Any]:
         """The inputs of preview and Start, as ``single_request.Request.parse`` reads them."""
@@ -144,8 +149,48 @@ def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
     )
 
 
-def render_processors(services: UiServices, controls: dict[str, Any]) -> tuple[Any, list[Any]]:
-    """The processors, and beside each its settings and declared options; then the face mask."""
+@dataclass
+class ModelPickers:
+    """The tab's model dropdowns (settings and declared options), each with its Download button, the
+    models it offers, and the downloads' progress line and timer."""
+
+    controls: list[Any] = field(default_factory=list)
+    buttons: list[Any] = field(default_factory=list)
+    names: list[tuple[str, ...]] = field(default_factory=list)
+    line: Any = None
+    timer: Any = None
+
+    def add(self, services: UiServices, control: Any, names: tuple[str, ...], value: Any, elem_id: str) -> Any:
+        """A Download button beside ``control`` (shown while its choice is not downloaded)."""
+        missing = single_models.downloadable(services, value)
+        button = gr.Button("Download", visible=missing, size="sm", scale=0, min_width=110, elem_id=elem_id)
+        self.controls.append(control)
+        self.buttons.append(button)
+        self.names.append(names)
+        return control
+
+
+def render_model_setting(services: UiServices, key: str, value: Any, pickers: ModelPickers) -> Any:
+    names = tuple(setting_rule(key).cli_options().get("choices") or ())
+    if not is_model_list(services, names):
+        return setting_control(key, value)
+    with gr.Row(equal_height=True):
+        control = setting_control(key, value, choice_labels=model_labels(services, names))
+        return pickers.add(services, control, names, value, f"single-download-{key}")
+
+
+def render_option(services: UiServices, processor: str, option: Any, value: Any, pickers: ModelPickers) -> Any:
+    names = tuple(option.choices)
+    if option.type is not str or not is_model_list(services, names):
+        return render_option_control(processor, option, value)
+    with gr.Row(equal_height=True):
+        control = render_option_control(processor, option, value, model_labels(services, names))
+        return pickers.add(services, control, names, value, f"single-download-{processor}-{option.name}")
+
+
+def render_processors(services: UiServices, controls: dict[str, Any], pickers: ModelPickers) -> tuple[Any, list[Any]]:
+    """The processors, and beside each its settings and declared options (a model with its Download
+    button); the downloads' progress line; then the face mask."""
     settings = services.settings()
     names = services.registry.names()
     chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
@@ -165,17 +210,13 @@ def render_processors(services: UiServices, controls: dict[str, Any]) -> tuple[A
             continue
         with gr.Accordion(f"{name} options", open=name == "face_swapper"):
             for key in keys:
-                choices = setting_rule(key).cli_options().get("choices") or ()
-                controls[key] = setting_control(
-                    key,
-                    getattr(settings, key),
-                    choice_labels=model_labels(services, choices),
-                    info=model_info(choices) or None,
-                )
+                controls[key] = render_model_setting(services, key, getattr(settings, key), pickers)
             options += [
-                render_option_control(name, option, given.get(name, {}).get(option.name, option.default))
+                render_option(services, name, option, given.get(name, {}).get(option.name, option.default), pickers)
                 for option in declared
             ]
+    pickers.line = gr.Markdown("", elem_id="single-downloads")
+    pickers.timer = gr.Timer(1.0, active=True)  # the first tick labels the models with the sizes found since
     render_group("Face mask (how changed faces blend in)", MASK_SETTINGS, settings, controls)
     return processors, options
 
@@ -233,11 +274,12 @@ def render_run_column() -> dict[str, Any]:
 
 def render_single_tab(services: UiServices) -> SingleTab:
     controls: dict[str, Any] = dict.fromkeys(single_keys())
+    pickers = ModelPickers()
     with gr.Row():
         with gr.Column():
             media = render_sources_and_target()
             position = render_faces(services, controls)
-            processors, options = render_processors(services, controls)
+            processors, options = render_processors(services, controls, pickers)
             folder, name = render_output(services, controls)
         with gr.Column():
             run = render_run_column()
@@ -252,12 +294,17 @@ def render_single_tab(services: UiServices) -> SingleTab:
         timer=gr.Timer(1.0, active=False),
         setting_controls=[controls[key] for key in single_keys()],
         option_controls=options,
+        models=pickers,
     )
 
 
 def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     keys = single_keys()
-    preview = functools.partial(single_run.run_preview, services, keys)
+    gate = PreviewGate()
+
+    def preview(request: gr.Request, *values: Any) -> tuple[Any, Any]:
+        return single_run.gated_preview(services, keys, gate, request.session_hash or "", *values)
+
     show_preview: dict[str, Any] = {"fn": preview, "inputs": tab.request(), "outputs": [tab.message, tab.preview]}
     # the person's own changes only: the handler itself sets the list when it drops a photo
     for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
@@ -270,6 +317,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
         **show_preview, **PREVIEW_EVENT
     )
+    tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
     tab.frame.release(
         functools.partial(single_run.change_frame, services),
         [tab.target, tab.frame],
@@ -279,19 +327,35 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
-        event = control.release if isinstance(control, gr.Slider) else control.change
+        event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
-    tab.start.click(
-        functools.partial(single_run.run_start, services, keys),
-        [tab.job_id, *tab.request()],
-        [tab.message, tab.job_id, tab.start, tab.timer, tab.log],
-    )
+
+    def start(request: gr.Request, *values: Any) -> Iterator[tuple[Any, ...]]:
+        gate.hold_message(request.session_hash or "")  # a preview asked before Start leaves its message
+        yield from single_models.run_start_with_models(services, keys, *values)
+
+    tab.start.click(start, [tab.job_id, *tab.request()], [tab.message, tab.job_id, tab.start, tab.timer, tab.log])
+    listen_models(tab.models, services)
     tab.timer.tick(
         functools.partial(single_run.poll, services),
         tab.job_id,
         [tab.status, tab.result_video, tab.result_image, tab.download, tab.log, tab.timer, tab.start],
     )
     tab.cancel.click(functools.partial(single_run.run_cancel, services), tab.job_id, tab.message)
+
+
+def listen_models(models: ModelPickers, services: UiServices) -> None:
+    """A choice shows or hides its Download button; a press starts the download and the timer that shows
+    its progress and, once it ends, relabels every model dropdown."""
+    for control, button in zip(models.controls, models.buttons, strict=True):
+        control.change(functools.partial(single_models.model_chosen, services), control, [models.line, button])
+        button.click(functools.partial(single_models.download_chosen, services), control, [models.line, models.timer])
+    models.timer.tick(
+        functools.partial(single_models.download_tick, services, models.names),
+        models.controls,
+        [models.line, *models.controls, *models.buttons, models.timer],
+        show_progress="hidden",
+    )
 
 
 def build_single_tab(services: UiServices) -> None:

@@ -15,6 +15,7 @@ from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.ui.common import file_path, file_paths, plain_message, problem, progress_line, reported
 from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
+from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, output_path, request_settings
 
@@ -43,8 +44,8 @@ def analyse_target(services: UiServices, target_value: Any, frame: float) -> tup
     """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
     range fitted to its length, hidden for an image; the reference position back to 0."""
     path = file_path(target_value)
-    if path is None:
-        hidden = gr.Slider(visible=False)
+    if path is None:  # back to frame 0: a frame number left from a video would not fit the next target
+        hidden = gr.Slider(value=0, visible=False)
         return "", [], hidden, hidden, hidden, 0, ""
     info = target_info(path)
     last = max(info.frame_count - 1, 0)
@@ -104,6 +105,23 @@ def run_preview(services: UiServices, keys: Sequence[str], *values: Any) -> tupl
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
     pipeline.set_reference_from(image)
     return "", (rgb(image), rgb(pipeline.process(image, request.frame)))
+
+
+def gated_preview(
+    services: UiServices, keys: Sequence[str], gate: PreviewGate, session: str, *values: Any
+) -> tuple[Any, Any]:
+    """``run_preview`` once the session has been quiet for a moment (``PreviewGate``); a change made
+    stale by a newer one shows nothing (the newer one shows its preview)."""
+    number = gate.ticket(session)
+    if not gate.quiet(session, number):
+        return gr.skip(), gr.skip()
+    with gate.working:
+        if not gate.latest(session, number):
+            return gr.skip(), gr.skip()
+        message, images = run_preview(services, keys, *values)
+    if not gate.latest(session, number):
+        return gr.skip(), gr.skip()
+    return (message if gate.may_clear_message(session, number) else gr.skip()), images
 
 
 @reported(5)

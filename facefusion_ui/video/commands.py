@@ -109,11 +109,13 @@ def encode_args(
     preset: str,
     colour_tags: list[str],
     output: Path,
+    video_filter: str = "",
 ) -> list[str]:
     """Encode raw YUV frames (even ``width`` x ``height``) from stdin into a video-only segment, tagged with
     the colour matrix the frames were made with (an untagged file is decoded with another matrix by some
     players and by ffmpeg). The tags go on the input too: tagged only on the output, ffmpeg would convert
-    every frame from the matrix it assumes for untagged input (slower, and shifted colours)."""
+    every frame from the matrix it assumes for untagged input (slower, and shifted colours).
+    ``video_filter``: applied before encoding (the output size's scale), '' for none."""
     source = [
         "-f",
         "rawvideo",
@@ -132,6 +134,7 @@ def encode_args(
         "-i",
         "-",
         "-an",
+        *(["-vf", video_filter] if video_filter else []),
         "-c:v",
         encoder,
         *quality_args(encoder, quality),

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,6 +34,7 @@ from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.commands import decode_args, decode_filter, encode_args
 from facefusion_ui.video.ffmpeg import stderr_tail
+from facefusion_ui.video.output_format import OutputFormat, repeats
 from facefusion_ui.video.pieces import ChunkCopy, CopyCounts, PieceSink
 from facefusion_ui.video.probe import VideoInfo
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
@@ -117,6 +118,8 @@ class ChunkTask:
     """The size of the frames the stages return when it is not the video's (an upscaler)."""
     copy: ChunkCopy | None = None
     """Copy the GOPs no processor changes (``pieces.py``); None: encode every frame."""
+    output: OutputFormat = field(default_factory=OutputFormat)
+    """The output's own size and frame rate, where they are not the frames'."""
 
     def timestamp(self, index: int) -> float:
         return float(self.info.frame_times[index])
@@ -139,12 +142,13 @@ def _encoder(task: ChunkTask, frames: FrameFormat) -> list[str]:
         task.ffmpeg,
         width,
         height,
-        task.info.fps,
+        task.output.fps or task.info.fps,
         settings.output_video_encoder,
         settings.output_video_quality,
         settings.output_video_preset,
         frames.matrix.output_tags(),
         task.segment,
+        task.output.scale_filter(),
     )
 
 
@@ -192,9 +196,32 @@ class EncoderSink:
         self.writer.abort()
 
 
+class RateSink:
+    """Frames at the output's own rate: each source frame put as many times as output times fall on it
+    (``output_format.repeats``: none when dropped, more than once when repeated)."""
+
+    def __init__(self, inner: FrameSink, task: ChunkTask) -> None:
+        self.inner = inner
+        self.source_fps = task.info.fps
+        self.output = task.output
+
+    def put(self, index: int, data: Frame, changed: bool) -> None:
+        fps = self.output.fps
+        count = 1 if fps is None else repeats(index - self.output.origin, self.source_fps, fps)
+        for _ in range(count):
+            self.inner.put(index, data, changed)
+
+    def close(self) -> object:
+        return self.inner.close()
+
+    def abort(self) -> None:
+        self.inner.abort()
+
+
 def sink_for(task: ChunkTask, frames: FrameFormat) -> FrameSink:
     if task.copy is None:
-        return EncoderSink(_encoder(task, frames))
+        encoder = EncoderSink(_encoder(task, frames))
+        return encoder if task.output.fps is None else RateSink(encoder, task)
     return PieceSink(task.ffmpeg, task.info, task.chunk, task.segment, task.settings, task.copy)
 
 
@@ -417,14 +444,14 @@ def apply_to_file(task: ChunkTask, processed: Path, position: int, image: Frame,
 
 
 def encode_frame_files(task: ChunkTask, frames: FrameFormat, count: int, processed: Path) -> None:
-    writer = FrameWriter(_encoder(task, frames))
+    sink = sink_for(replace(task, copy=None), frames)
     try:
         for position in range(count):
             bgr = read_image(processed / f"{position:08d}.png")
-            writer.write(YuvFrame.from_bgr(bgr, frames.matrix).data)
-        writer.close()
+            sink.put(task.chunk.start + position, YuvFrame.from_bgr(bgr, frames.matrix).data, True)
+        sink.close()
     except BaseException:
-        writer.abort()
+        sink.abort()
         task.segment.unlink(missing_ok=True)
         raise
 

@@ -24,6 +24,14 @@ class ServedFile:
     """Other files served beside it, by name (``model.hash``)."""
 
 
+def _answer_head(handler: BaseHTTPRequestHandler, served: ServedFile) -> None:
+    name = handler.path.rsplit("/", 1)[-1]
+    body = served.body if name == "model.onnx" else served.extra.get(name)
+    handler.send_response(200 if body is not None else 404)
+    handler.send_header("Content-Length", str(len(body) if body is not None else 0))
+    handler.end_headers()
+
+
 def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -73,6 +81,9 @@ def _handler(served: ServedFile) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(2)
                 return
             self.wfile.write(payload)
+
+        def do_HEAD(self) -> None:  # the size a page shows before downloading
+            _answer_head(self, served)
 
         def _send_small(self, body: bytes, status: int = 200) -> None:
             self.send_response(status)

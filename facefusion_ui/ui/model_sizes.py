@@ -1,0 +1,63 @@
+"""Download sizes the catalog does not give: the publisher's ``Content-Length``, asked with one HEAD request
+per address on a background thread the first time the page names the model, so a page never waits on the
+network. Kept in a bounded table; offline (or while the answer is on its way) the size is unknown."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+from facefusion_ui.model_download import NETWORK_ERRORS
+
+SIZE_LIMIT = 512
+"""Models whose size is kept (the catalog holds far fewer: the bound is a guard, not a budget)."""
+HEAD_TIMEOUT_S = 10.0
+
+
+def content_length(url: str, timeout_s: float = HEAD_TIMEOUT_S) -> int | None:
+    """The size the server gives for ``url`` (redirects followed), None when it says none or cannot be reached."""
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            length = response.headers.get("Content-Length")
+    except (*NETWORK_ERRORS, ValueError):
+        return None
+    return int(length) if length and length.isdigit() and int(length) > 0 else None
+
+
+class ModelSizes:
+    """``size(url)``: the size when known, else None (and the HEAD request started, once per address)."""
+
+    def __init__(self, limit: int = SIZE_LIMIT, workers: int = 4) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._sizes: dict[str, int | None] = {}
+        """Per address: its size, or None when asked and not (yet) known; the oldest dropped past ``limit``."""
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model-size")
+
+    def size(self, url: str) -> int | None:
+        with self._lock:
+            if url in self._sizes:
+                return self._sizes[url]
+            if len(self._sizes) >= self.limit:
+                del self._sizes[next(iter(self._sizes))]
+            self._sizes[url] = None
+        with contextlib.suppress(RuntimeError):  # closed: the server is stopping, the size stays unknown
+            self._pool.submit(self._ask, url)
+        return None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sizes)
+
+    def close(self) -> None:
+        """No new requests; those under way end by their timeout."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _ask(self, url: str) -> None:
+        found = content_length(url)
+        with self._lock:
+            if url in self._sizes:
+                self._sizes[url] = found
