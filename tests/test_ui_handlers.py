@@ -106,6 +106,7 @@ def test_analyse_target_lists_the_faces_of_an_image(services: UiServices, files:
     assert [label for _, label in crops] == [f"face {n}" for n in range(6)]
     assert all(crop.shape == (160, 160, 3) for crop, _ in crops)  # square: the whole face, not its forehead
     assert (frame.visible, first.visible, last.visible, position, times) == (False, False, False, 0, "")
+    assert single_run.frame_line(str(files["group"]), 9) == ""  # no frame line left from a video before
 
 
 def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiServices, tmp_path: Path) -> None:
@@ -119,6 +120,8 @@ def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiSe
     assert "before it starts" in single_run.trim_times(str(clip), 8, 3)
     message, faces, position, moment = single_run.change_frame(services, str(clip), 6)
     assert (message, len(faces), position, moment) == ("", 1, 0, "Frame 6 at 0:00.24")
+    assert single_run.frame_line(str(clip), 11) == "Frame 11 at 0:00.44"
+    assert single_run.frame_line(None, 3) == ""
 
 
 def test_analyse_target_without_a_target_resets(services: UiServices, files: dict[str, Path]) -> None:

@@ -315,8 +315,8 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         ).then(**show_preview, **PREVIEW_EVENT)
     fitted = [tab.message, tab.faces, tab.frame, tab.trim_start, tab.trim_end, tab.position, tab.trim_times]
     tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
-        **show_preview, **PREVIEW_EVENT
-    )
+        single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden"
+    ).then(**show_preview, **PREVIEW_EVENT)
     tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
     tab.frame.release(
         functools.partial(single_run.change_frame, services),

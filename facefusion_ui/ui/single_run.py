@@ -69,10 +69,18 @@ def change_frame(services: UiServices, target_value: Any, frame: float) -> tuple
     path = file_path(target_value)
     if path is None:
         return "", [], 0, ""
-    info = target_info(path)
     faces = target_faces(services, frame_of(path, int(frame or 0)), services.settings())
     message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
-    return message, faces, 0, f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}"
+    return message, faces, 0, frame_line(target_value, frame)
+
+
+def frame_line(target_value: Any, frame: float) -> str:
+    """'Frame 9 at 0:00.36' under the frame slider of a video; nothing for an image or no target."""
+    path = file_path(target_value)
+    if path is None:
+        return ""
+    info = target_info(path)
+    return f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}" if info.is_video else ""
 
 
 def trim_times(target_value: Any, start: float, end: float) -> str:
