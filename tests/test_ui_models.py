@@ -17,8 +17,10 @@ import gradio as gr
 import pytest
 
 from facefusion_ui.errors import ModelError
+from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.state_manager import setting_rule
 from facefusion_ui.ui import settings, single_models
+from facefusion_ui.ui.downloads import page_line, progress_bar
 from facefusion_ui.ui.model_sizes import ModelSizes
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import MODEL_NOTES, model_choices, model_label
@@ -233,3 +235,11 @@ def test_gated_preview_skips_stale_changes(page: UiServices, photos: dict[str, P
     slow.ticket("page")
     thread.join(timeout=60)
     assert len(results) == 1 and all(isinstance(part, type(gr.skip())) for part in results[0])
+
+
+def test_a_download_under_way_shows_a_bar_then_only_its_line() -> None:
+    running = DownloadStatus("gpen_bfr_256", "running", done=35, total=100, speed_bps=4e6, eta_s=16)
+    assert progress_bar(running) == f"`▕{'█' * 7}{'░' * 13}▏` "
+    assert page_line(running).endswith("gpen_bfr_256: 0.0 MB of 0.0 MB (35%), 4.0 MB/s, 16 s left")
+    assert progress_bar(DownloadStatus("x", "running", done=5)) == ""  # size unknown: no bar
+    assert page_line(DownloadStatus("x", "done")) == "x: downloaded and verified"

@@ -43,6 +43,22 @@ def moved(spec: ModelSpec, url: str) -> ModelSpec:
     return replace(spec, url=url, hash_url=sidecar)
 
 
+BAR_CELLS = 20
+
+
+def progress_bar(status: DownloadStatus) -> str:
+    """``▕██████░░░░░░░░░░░░░░▏`` for a download under way whose size is known; empty otherwise."""
+    if status.finished or not status.total:
+        return ""
+    filled = min(BAR_CELLS, int(BAR_CELLS * status.done / status.total))
+    return f"`▕{'█' * filled}{'░' * (BAR_CELLS - filled)}▏` "
+
+
+def page_line(status: DownloadStatus) -> str:
+    """One download as the page shows it: its bar, then ``status_line``."""
+    return progress_bar(status) + status_line(status)
+
+
 @dataclass
 class PageDownloads:
     runtime: ModelRuntime

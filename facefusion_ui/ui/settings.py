@@ -23,8 +23,8 @@ from facefusion_ui.state_manager import Settings, setting_rule
 from facefusion_ui.types import PresetName, choices
 from facefusion_ui.ui.common import plain_message, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, present, setting_control
-from facefusion_ui.ui.downloads import status_line
-from facefusion_ui.ui.processor_options import installed, model_labels
+from facefusion_ui.ui.downloads import page_line
+from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
 from facefusion_ui.ui.services import UiServices
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -190,8 +190,14 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     tab.save.click(functools.partial(run_save, services), tab.fields(), [tab.saved, tab.unsaved])
     tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
     tab.delete.click(functools.partial(delete_model, services), tab.model, [tab.downloads, tab.models])
+    named = zip([model_names(key) for key in keys], tab.controls, strict=True)
+    pickers = [(names, control) for names, control in named if is_model_list(services, names)]
+    finished_seen = gr.State(0)
     tab.timer.tick(
-        functools.partial(download_progress, services), None, [tab.downloads, tab.models], show_progress="hidden"
+        functools.partial(download_progress, services, [names for names, _ in pickers]),
+        finished_seen,
+        [tab.downloads, tab.models, finished_seen, *(control for _, control in pickers)],
+        show_progress="hidden",
     )
 
 
@@ -264,13 +270,23 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {plain_message(status_line(status))}" for status in services.downloads.progress().values())
+    return "\n".join(f"- {plain_message(page_line(status))}" for status in services.downloads.progress().values())
 
 
-def download_progress(services: UiServices) -> tuple[Any, Any]:
-    """Progress of the downloads (the table refreshed while any runs, and once after)."""
+def model_names(key: str) -> list[str]:
+    return list(setting_rule(key).cli_options().get("choices") or ())
+
+
+def download_progress(
+    services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: int
+) -> tuple[Any, ...]:
+    """Progress of the downloads (the table refreshed while any runs, and once after); each time more
+    downloads have ended, the model dropdowns relabelled (installed, sizes) without a reload."""
     lines = download_lines(services)
-    return (lines or gr.skip()), model_rows(services) if lines else gr.skip()
+    finished = sum(status.finished for status in services.downloads.progress().values())
+    relabel = finished != finished_seen
+    dropdowns = [gr.update(choices=model_choices(services, names)) if relabel else gr.skip() for names in model_lists]
+    return (lines or gr.skip()), model_rows(services) if lines else gr.skip(), finished, *dropdowns
 
 
 @reported(2)

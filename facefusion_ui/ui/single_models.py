@@ -13,7 +13,7 @@ from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import plain_message, problem, reported
-from facefusion_ui.ui.downloads import status_line
+from facefusion_ui.ui.downloads import page_line, status_line
 from facefusion_ui.ui.processor_options import installed, model_choices
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, request_settings
@@ -42,7 +42,7 @@ def downloadable(services: UiServices, name: Any) -> bool:
 
 
 def progress_lines(statuses: Sequence[DownloadStatus]) -> str:
-    return "\n".join(f"- {plain_message(status_line(status))}" for status in statuses)
+    return "\n".join(f"- {plain_message(page_line(status))}" for status in statuses)
 
 
 def model_chosen(services: UiServices, name: Any) -> tuple[str, Any]:
