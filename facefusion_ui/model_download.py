@@ -40,6 +40,18 @@ SPACE_MARGIN_BYTES = 16 << 20
 SPEED_WINDOW_S = 5.0
 SPEED_SAMPLES = 64
 NETWORK_ERRORS = (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError)
+HEAD_TIMEOUT_S = 10.0
+
+
+def content_length(url: str, timeout_s: float = HEAD_TIMEOUT_S) -> int | None:
+    """The size the server gives for ``url`` (redirects followed), None when it says none or cannot be reached."""
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            length = response.headers.get("Content-Length")
+    except (*NETWORK_ERRORS, ValueError):
+        return None
+    return int(length) if length and length.isdigit() and int(length) > 0 else None
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from facefusion_ui.cli.models import ask_sizes
 from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.model_download import content_length
 from facefusion_ui.models import ModelSpec, guess_role, import_model, inspect_onnx, load_manifest, model_state
 from tests.conftest import RunCli
 from tests.support import onnx_models
+from tests.support.http_server import ServedFile, serve
 
 
 def test_list_shows_embedded_installed_and_onnx_with_the_command(run_cli: RunCli, tmp_path: Path) -> None:
@@ -146,3 +151,27 @@ def test_list_shows_the_catalog_with_how_each_download_is_checked(run_cli: RunCl
     assert rows["dlib_68"][6] == "package"
     completed = run_cli(["models", "delete", "hyperswap_1a_256"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
     assert completed.returncode == 0 and "hyperswap_1a_256: nothing to delete" in completed.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_list_asks_the_server_for_sizes_the_catalog_lacks(run_cli: RunCli, tmp_path: Path) -> None:
+    body = b"x" * 12345
+    rows: list[dict[str, Any]] = [
+        {"name": "served", "size": None},
+        {"name": "gone", "size": None},
+        {"name": "known", "size": 99},
+    ]
+    with serve(ServedFile(body)) as url:
+        dead = url.replace(url.split(":")[2].split("/")[0], str(free_port()))
+        ask_sizes(rows, {"served": url, "gone": dead, "known": url}, content_length)
+    assert rows[0] == {"name": "served", "size": len(body), "size_from": "server"}
+    assert rows[1] == {"name": "gone", "size": None}  # no answer: unknown, no error
+    assert rows[2] == {"name": "known", "size": 99}  # the catalog's size is not asked again
+    completed = run_cli(["models", "list", "--ask-sizes"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    assert completed.returncode == 0, completed.stderr
+    assert "gave no sizes" in completed.stdout or "* size as the publisher's server gives it" in completed.stdout

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from facefusion_ui.model_download import DownloadProgress, download_model
+from facefusion_ui.model_download import DownloadProgress, content_length, download_model
 from facefusion_ui.model_service import ModelDownloads, required_closure
 from facefusion_ui.models import (
     ModelState,
@@ -52,8 +54,28 @@ def _state_row(state: ModelState) -> dict[str, Any]:
     }
 
 
+SIZE_QUESTIONS = 8
+"""HEAD requests under way at once for ``models list --ask-sizes``."""
+
+
+def ask_sizes(rows: list[dict[str, Any]], urls: dict[str, str], lookup: Callable[[str], int | None]) -> None:
+    """Fill the size of each row that has none with what ``lookup`` (the server's ``Content-Length``)
+    says for its model's address, marking it ``size_from: server``; a row the server says nothing for
+    stays unknown."""
+    missing = [row for row in rows if row["size"] is None and row["name"] in urls]
+    with ThreadPoolExecutor(max_workers=SIZE_QUESTIONS) as pool:
+        sizes = list(pool.map(lookup, [urls[row["name"]] for row in missing]))
+    for row, size in zip(missing, sizes, strict=True):
+        if size is not None:
+            row["size"], row["size_from"] = size, "server"
+
+
 def run_models_list(args: argparse.Namespace) -> int:
-    rows = [_state_row(model_state(spec)) for spec in load_manifest().values()]
+    specs = load_manifest()
+    rows = [_state_row(model_state(spec)) for spec in specs.values()]
+    if args.ask_sizes:
+        urls = {spec.name: spec.url for spec in specs.values() if spec.url and spec.kind == "onnx"}
+        ask_sizes(rows, urls, content_length)
     if args.json:
         print(json.dumps({"models_dir": str(models_dir()), "models": rows}, indent=2))
         return 0
@@ -67,7 +89,7 @@ def run_models_list(args: argparse.Namespace) -> int:
                 row["kind"],
                 "yes" if row["installed"] else "no",
                 verified_text[row["verified"]],
-                _size(row["size"]),
+                _size(row["size"]) + ("*" if row.get("size_from") == "server" else ""),
                 CHECK_TEXT[row["verification"]],
                 row["where"],
             ]
@@ -75,6 +97,12 @@ def run_models_list(args: argparse.Namespace) -> int:
     widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
     for line in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)) + "  " + line[-1])
+    if any(row.get("size_from") == "server" for row in rows):
+        print("* size as the publisher's server gives it (the catalog lists none)")
+    elif args.ask_sizes:
+        print("the publisher's server gave no sizes (offline, or it does not say): they stay unknown")
+    elif any(row["size"] is None and row["kind"] == "onnx" for row in rows):
+        print("sizes marked - are not in the catalog: 'models list --ask-sizes' asks the publisher's server")
     print(f"models folder: {models_dir()} (FACEFUSION_UI_MODELS to change)")
     return 0
 
@@ -151,6 +179,11 @@ def add_models_parser(commands: Any) -> None:
     model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     listing = model_commands.add_parser("list", help="known models and their state")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument(
+        "--ask-sizes",
+        action="store_true",
+        help="ask the publisher's server the size of each model the catalog gives none",
+    )
     listing.set_defaults(handler=run_models_list)
     verify = model_commands.add_parser("verify", help="check sha256 of installed models")
     verify.add_argument("names", nargs="*", metavar="NAME")

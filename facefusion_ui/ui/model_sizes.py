@@ -6,25 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from facefusion_ui.model_download import NETWORK_ERRORS
+from facefusion_ui.model_download import content_length
 
 SIZE_LIMIT = 512
 """Models whose size is kept (the catalog holds far fewer: the bound is a guard, not a budget)."""
-HEAD_TIMEOUT_S = 10.0
-
-
-def content_length(url: str, timeout_s: float = HEAD_TIMEOUT_S) -> int | None:
-    """The size the server gives for ``url`` (redirects followed), None when it says none or cannot be reached."""
-    request = urllib.request.Request(url, method="HEAD")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            length = response.headers.get("Content-Length")
-    except (*NETWORK_ERRORS, ValueError):
-        return None
-    return int(length) if length and length.isdigit() and int(length) > 0 else None
 
 
 class ModelSizes:
