@@ -57,7 +57,10 @@ def _load_embedded(spec: ModelSpec) -> Any:
         if spec.name in ("mediapipe_face_mesh", "mesh_warp"):
             from mediapipe.python.solutions import face_mesh
 
-            return face_mesh.FaceMesh(static_image_mode=True, max_num_faces=1, min_detection_confidence=0.3)
+            # refined landmarks: the irises too (478 points), for the embedded swapper's gaze
+            return face_mesh.FaceMesh(
+                static_image_mode=True, max_num_faces=1, min_detection_confidence=0.3, refine_landmarks=True
+            )
         if spec.name == "mediapipe_hands":
             from mediapipe.python.solutions import hands
 

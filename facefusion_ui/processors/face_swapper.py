@@ -21,7 +21,7 @@ from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
-from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
+from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap, turned_too_far
 from facefusion_ui.processors.swapper_families import (
     SwapperContract,
     boost_problem,
@@ -60,6 +60,8 @@ class FaceSwapper:
         self._lock = threading.Lock()
         self.faces_swapped = 0
         self.faces_skipped = 0
+        self.faces_skipped_pose = 0
+        """Faces the embedded swapper left as they were, turned too far (also in ``faces_skipped``)."""
         self.masks = MaskStage(settings, runtime)
 
     @property
@@ -90,7 +92,9 @@ class FaceSwapper:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            return {"faces_swapped": self.faces_swapped}
+            if self.model != "mesh_warp":
+                return {"faces_swapped": self.faces_swapped}
+            return {"faces_swapped": self.faces_swapped, "faces_skipped_pose": self.faces_skipped_pose}
 
     def mask_counts(self) -> dict[str, int]:
         return self.masks.counts()
@@ -176,6 +180,10 @@ class FaceSwapper:
                 target_mesh = face_mesh(frame, face.bbox, model)
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
+            return None
+        if turned_too_far(target_mesh):
+            with self._lock:
+                self.faces_skipped_pose += 1
             return None
         face_mask = self.masks.blend_mask(frame, face, target_mesh.points)
         return mesh_warp_swap(frame, target_mesh, prepared.warp, settings.face_mask_blur, face_mask).frame

@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from facefusion_ui.faces.face import FaceMesh
+from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -126,9 +127,15 @@ STD_RATIO_LIMITS = (0.6, 1.6)
 """How far colour transfer may stretch the spread of a channel: beyond, it flattens or bleaches skin."""
 FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 197, 282, 295, 327, 374, 386)
 """Brows, eyes, nose and lips: always taken from the source, whatever their colour."""
+MESH_POINTS = 468
+"""The mesh's points without the irises."""
+IRISES = ((473, 474, 475, 476, 477), (468, 469, 470, 471, 472))
+"""The iris points (centre first) of the left and the right eye, in the order of ``opening_contours``:
+meshes made with mediapipe's refined landmarks have them (478 points), plain ones stop at 468."""
 MOUTH_INNER_POINT = 13
 """A point of the inner lip contour (upper lip, middle): tells the inner loop from the outer one."""
 OPEN_ENOUGH = 0.5
+NARROW_ENOUGH = 0.3
 """An opening (eye, mouth) gets the source's when the source's is at least this open, relative to the
 target's (each measured against its face's size)."""
 TRUST_RAMP = 0.06
@@ -141,6 +148,11 @@ LIGHTNESS_SLACK = 1.25
 SKIN_DISTANCE = (2.0, 3.0)
 """Spreads from the typical skin colour where a pixel stops counting as skin: fully below the first,
 not at all above the second (hair, hats, background)."""
+TURN_LIMITS = (55.0, 40.0)
+"""Yaw and pitch (degrees, ``mesh_pose``) past which the warp is not trusted and the face is left as it
+is: up to about 45 degrees of yaw (the most turned faces of t1) the fold test and the depth order draw
+what shows and the result holds; further round, the near cheek is drawn from the frontal source's
+foreshortened one (a smear) and the mesh itself loses the far side."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +160,12 @@ class WarpResult:
     frame: Frame
     mask: Mask
     """The blend weight used, over the whole frame (0 outside the face)."""
+
+
+def turned_too_far(mesh: FaceMesh) -> bool:
+    """Whether the head is turned or tilted past ``TURN_LIMITS``: the face is then left untouched."""
+    yaw, pitch = mesh_pose(mesh)
+    return abs(yaw) > TURN_LIMITS[0] or abs(pitch) > TURN_LIMITS[1]
 
 
 def region_of(points: Points, shape: tuple[int, ...], margin: int = 2) -> tuple[int, int, int, int]:
@@ -218,6 +236,29 @@ def polygon_area(points: Points) -> float:
     return float(abs(cv2.contourArea(points.astype(np.float32))))
 
 
+def fan_round(centre: int, contour: np.ndarray) -> np.ndarray:
+    """Triangles closing a contour, all from ``centre`` (a point inside it), round the whole loop."""
+    return np.stack([np.full(len(contour), centre), contour, np.roll(contour, -1)], axis=1).astype(np.int32)
+
+
+def iris_inside(points: Points, centre: int, contour: np.ndarray) -> bool:
+    if len(points) <= centre:
+        return False
+    polygon = points[contour].astype(np.float32).reshape(-1, 1, 2)
+    return cv2.pointPolygonTest(polygon, (float(points[centre, 0]), float(points[centre, 1])), False) > 0
+
+
+def opening_fan(target_points: Points, source_points: Points, index: int, contour: np.ndarray) -> np.ndarray:
+    """The triangles closing one opening. An eye whose iris centre lies inside the opening in both faces
+    is fanned from it, so the source's iris lands on the target's iris centre (the gaze follows the
+    target); otherwise (no iris points, an eye too shut to hold its iris centre) from its corner."""
+    if index < len(IRISES):
+        centre = IRISES[index][0]
+        if iris_inside(target_points, centre, contour) and iris_inside(source_points, centre, contour):
+            return fan_round(centre, contour)
+    return fan(contour)
+
+
 def openings_to_draw(target_points: Points, source_points: Points) -> list[np.ndarray]:
     """The fans of the openings (eyes, mouth) where the source is open at least ``OPEN_ENOUGH`` as much as
     the target, relative to each face's size: there the source's own eyes and teeth are drawn (who the
@@ -226,11 +267,11 @@ def openings_to_draw(target_points: Points, source_points: Points) -> list[np.nd
     target_face = polygon_area(target_points[list(FACE_OVAL)]) or 1.0
     source_face = polygon_area(source_points[list(FACE_OVAL)]) or 1.0
     chosen = []
-    for contour in opening_contours():
+    for index, contour in enumerate(opening_contours()):
         target_open = polygon_area(target_points[contour]) / target_face
         source_open = polygon_area(source_points[contour]) / source_face
-        if source_open >= OPEN_ENOUGH * target_open:
-            chosen.append(fan(contour))
+        if source_open >= OPEN_ENOUGH * target_open and target_open >= NARROW_ENOUGH * source_open:
+            chosen.append(opening_fan(target_points, source_points, index, contour))
     return chosen
 
 
@@ -322,17 +363,39 @@ def transfer_colour(warped: Frame, target: Frame, weight: Mask) -> Frame:
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
 
 
+def eye_groups(count: int) -> list[np.ndarray]:
+    """Per eye, the points that keep the target's shape and move as one: the eye's contour (its opening,
+    how open the eye is) and its iris points where the mesh has them (``count`` points: where it looks)."""
+    contours = opening_contours()[: len(IRISES)]
+    return [
+        np.concatenate([contour, [p for p in iris if p < count]]).astype(np.int32)
+        for contour, iris in zip(contours, IRISES, strict=True)
+    ]
+
+
 def morph_toward_source(target_mesh: Points, source_mesh: Points, weight: float = SHAPE_WEIGHT) -> Points:
     """The target mesh with its inner points moved ``weight`` of the way to the source's, after the
-    source mesh is brought onto the target by a similarity transform (so only proportions move)."""
-    matrix, _ = cv2.estimateAffinePartial2D(source_mesh.astype(np.float32), target_mesh.astype(np.float32))
+    source mesh is brought onto the target by a similarity transform (so only proportions move). The
+    expression stays the target's: the outline and the lips do not move, and each eye (contour and
+    iris) keeps its shape and only moves as a whole, by the morph of its centre, so a squinting or
+    laughing target keeps its narrow eyes and its gaze."""
+    shared = min(len(source_mesh), len(target_mesh), MESH_POINTS)
+    matrix, _ = cv2.estimateAffinePartial2D(
+        source_mesh[:shared].astype(np.float32), target_mesh[:shared].astype(np.float32)
+    )
     if matrix is None:
         return target_mesh
     aligned = cv2.transform(source_mesh[None].astype(np.float32), matrix)[0]
+    # iris points the source lacks: nothing to move toward (they move with their eye below)
+    aligned = np.vstack([aligned, target_mesh[len(aligned) :]])[: len(target_mesh)]
     weights = np.full((len(target_mesh), 1), weight, dtype=np.float32)
     weights[list(FACE_OVAL)] = 0.0
     weights[list(LIPS)] = 0.0
     morphed: Points = (target_mesh + weights * (aligned - target_mesh)).astype(np.float32)
+    for group in eye_groups(len(target_mesh)):
+        contour = group[: len(opening_contours()[0])]
+        shift = weight * (aligned[contour].mean(axis=0) - target_mesh[contour].mean(axis=0))
+        morphed[group] = target_mesh[group] + shift
     return morphed
 
 
