@@ -122,7 +122,7 @@ class FaceSwapper:
                 mesh = face_mesh(best.image, best.face.bbox, model)
         if mesh is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
-        return PreparedSource(warp=WarpSource.of(best.image, mesh))
+        return PreparedSource(warp=WarpSource.of(best.image, mesh, self.settings.keep_source_glasses))
 
     def _prepare_latent(self, sources: SourceIdentity) -> PreparedSource:
         """The ONNX path: the source input the model's family takes, from every source photo (embedding

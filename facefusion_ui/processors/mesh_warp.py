@@ -30,6 +30,7 @@ import numpy as np
 
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.mesh_pose import mesh_pose
+from facefusion_ui.processors.source_glasses import glasses_pixels
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -412,11 +413,12 @@ def inside_outline(points: Points, shape: tuple[int, ...], ramp: float) -> Mask:
     return np.asarray(np.clip((depth_inside - 1.5) / max(ramp, 1.0), 0.0, 1.0), dtype=np.float32)
 
 
-def source_trust(image: Frame, points: Points) -> Mask:
+def source_trust(image: Frame, points: Points, keep_glasses: bool = False) -> Mask:
     """How much each pixel of ``image`` (a crop around the source face, ``points`` in it) is the face
     itself, 0..1: inside the outline, the eyes, brows, nose and lips always; elsewhere (cheeks, chin,
     forehead) skin whose colour is near the face's typical skin, not hair, a hat or the background the
-    outline may take in at its edges. A beard counts as hair there: the target's own chin shows."""
+    outline may take in at its edges. A beard counts as hair there: the target's own chin shows. Unless
+    ``keep_glasses``, the glasses the source wears are not the face either (``source_glasses``)."""
     size = float(max(points.max(axis=0) - points.min(axis=0)))
     outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
     features = np.zeros(outline.shape, dtype=np.float32)
@@ -433,24 +435,29 @@ def source_trust(image: Frame, points: Points) -> Mask:
     skin = cv2.medianBlur((skin * 255).astype(np.uint8), 5).astype(np.float32) / 255.0  # freckles, pores
     kernel = max(3, int(size * 0.04)) | 1
     trusted = np.maximum(cv2.GaussianBlur(features, (kernel, kernel), 0), cv2.GaussianBlur(skin, (kernel, kernel), 0))
+    if not keep_glasses:
+        # doubled after the blur: a frame's own pixels get none of the trust round them
+        glasses = glasses_pixels(image, points, skin)
+        trusted *= 1.0 - np.clip(cv2.GaussianBlur(glasses, (kernel, kernel), 0) * 2.0, 0.0, 1.0)
     return np.asarray(trusted * outline, dtype=np.float32)
 
 
 @dataclass(frozen=True)
 class WarpSource:
     """What the embedded swapper keeps of a source photo: the face's crop, its mesh in the crop, and
-    ``source_trust`` of the crop (so a large photo is not held whole)."""
+    ``source_trust`` of the crop (so a large photo is not held whole; the source's glasses, unless kept,
+    are not trusted)."""
 
     image: Frame
     mesh: FaceMesh
     trust: Mask
 
     @classmethod
-    def of(cls, image: Frame, mesh: FaceMesh) -> WarpSource:
+    def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
-        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points))
+        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points, keep_glasses))
 
 
 def mesh_warp_swap(
