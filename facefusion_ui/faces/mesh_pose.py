@@ -27,7 +27,12 @@ def mesh_pose(mesh: FaceMesh) -> tuple[float, float]:
     across = (right - left).sum(axis=0)
     up = points[FOREHEAD] - points[CHIN]
     across /= np.linalg.norm(across) or 1.0
+    up -= (up @ across) * across
     up /= np.linalg.norm(up) or 1.0
+    # the lean undone in the face's own frame (about its across axis), so that a turn does not read as a tilt
+    toward_camera = np.cross(across, up)
+    lean = np.radians(FRONTAL_LEAN)
+    upright = np.cos(lean) * up - np.sin(lean) * toward_camera
     yaw = float(np.degrees(np.arcsin(np.clip(across[2], -1.0, 1.0))))
-    pitch = float(-np.degrees(np.arcsin(np.clip(up[2], -1.0, 1.0)))) - FRONTAL_LEAN
+    pitch = float(-np.degrees(np.arcsin(np.clip(upright[2], -1.0, 1.0))))
     return yaw, pitch

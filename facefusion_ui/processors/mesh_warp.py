@@ -130,6 +130,10 @@ FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 19
 """Brows, eyes, nose and lips: always taken from the source, whatever their colour."""
 MESH_POINTS = 468
 """The mesh's points without the irises."""
+IRIS_POINTS = 478
+"""The mesh's points with the irises (mediapipe's refined landmarks)."""
+DISC_REACH = 0.8
+"""An iris disc reaches at most this share of the way from the iris centre to the eye's contour."""
 IRISES = ((473, 474, 475, 476, 477), (468, 469, 470, 471, 472))
 """The iris points (centre first) of the left and the right eye, in the order of ``opening_contours``:
 meshes made with mediapipe's refined landmarks have them (478 points), plain ones stop at 468."""
@@ -237,9 +241,34 @@ def polygon_area(points: Points) -> float:
     return float(abs(cv2.contourArea(points.astype(np.float32))))
 
 
-def fan_round(centre: int, contour: np.ndarray) -> np.ndarray:
-    """Triangles closing a contour, all from ``centre`` (a point inside it), round the whole loop."""
-    return np.stack([np.full(len(contour), centre), contour, np.roll(contour, -1)], axis=1).astype(np.int32)
+def disc_start(index: int) -> int:
+    """Where the iris disc of eye ``index`` starts in points extended by ``with_iris_discs``."""
+    return IRIS_POINTS + index * len(opening_contours()[index])
+
+
+def with_iris_discs(points: Points) -> Points:
+    """``points`` (a 478-point mesh) with, per eye, a ring of points round the iris centre, one toward
+    each point of the eye's contour, at the iris's radius (nearer where a lid comes closer): the disc
+    they bound moves with the iris, and only the ring between it and the lids stretches. Meshes without
+    irises come back as they are."""
+    if len(points) < IRIS_POINTS:
+        return points
+    rings = []
+    for contour, iris in zip(opening_contours()[: len(IRISES)], IRISES, strict=True):
+        centre = points[iris[0]].astype(np.float64)
+        radius = float(np.linalg.norm(points[list(iris[1:])] - centre, axis=1).mean())
+        offsets = points[contour].astype(np.float64) - centre
+        lengths = np.linalg.norm(offsets, axis=1, keepdims=True)
+        rings.append(centre + offsets / np.maximum(lengths, 1e-6) * np.minimum(radius, lengths * DISC_REACH))
+    return np.vstack([points[:IRIS_POINTS], *rings]).astype(np.float32)
+
+
+def with_disc_depth(depth: Points) -> Points:
+    """The depth of ``with_iris_discs``'s points: a disc's ring lies as deep as its iris centre."""
+    if len(depth) < IRIS_POINTS:
+        return depth
+    rings = [np.full(len(contour), depth[iris[0]]) for contour, iris in zip(opening_contours(), IRISES, strict=False)]
+    return np.concatenate([depth[:IRIS_POINTS], *rings]).astype(np.float32)
 
 
 def iris_inside(points: Points, centre: int, contour: np.ndarray) -> bool:
@@ -249,14 +278,29 @@ def iris_inside(points: Points, centre: int, contour: np.ndarray) -> bool:
     return cv2.pointPolygonTest(polygon, (float(points[centre, 0]), float(points[centre, 1])), False) > 0
 
 
+def iris_fan(centre: int, disc: np.ndarray, contour: np.ndarray) -> np.ndarray:
+    """Triangles closing an eye's opening round its iris: the disc fanned from the centre, then the ring
+    between the disc and the contour."""
+    following, disc_following = np.roll(contour, -1), np.roll(disc, -1)
+    return np.concatenate(
+        [
+            np.stack([np.full(len(disc), centre), disc, disc_following], axis=1),
+            np.stack([disc, contour, following], axis=1),
+            np.stack([disc, following, disc_following], axis=1),
+        ]
+    ).astype(np.int32)
+
+
 def opening_fan(target_points: Points, source_points: Points, index: int, contour: np.ndarray) -> np.ndarray:
     """The triangles closing one opening. An eye whose iris centre lies inside the opening in both faces
-    is fanned from it, so the source's iris lands on the target's iris centre (the gaze follows the
-    target); otherwise (no iris points, an eye too shut to hold its iris centre) from its corner."""
-    if index < len(IRISES):
+    (points with their iris discs, ``with_iris_discs``) is closed round its iris, so the source's iris
+    lands on the target's (the gaze follows the target); otherwise (no iris points, an eye too shut to
+    hold its iris centre) it is fanned from its corner."""
+    if index < len(IRISES) and min(len(target_points), len(source_points)) > IRIS_POINTS:
         centre = IRISES[index][0]
         if iris_inside(target_points, centre, contour) and iris_inside(source_points, centre, contour):
-            return fan_round(centre, contour)
+            disc = np.arange(disc_start(index), disc_start(index) + len(contour))
+            return iris_fan(centre, disc, contour)
     return fan(contour)
 
 
@@ -474,9 +518,11 @@ def mesh_warp_swap(
     full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, full_mask)
-    shaped = morph_toward_source(target.points, source.mesh.points)
-    triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source.mesh.points)])
-    map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region, triangles)
+    shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
+    depth = with_disc_depth(target.depth)
+    source_points = with_iris_discs(source.mesh.points)
+    triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source_points)])
+    map_x, map_y, covered = render_maps(shaped, depth, source_points, region, triangles)
     warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     trust = cv2.remap(source.trust, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     # the edges of what is not drawn (folded triangles, openings left to the target) softened without

@@ -35,6 +35,8 @@ BAR_COVER = 0.6
 """A row of the bridge counts as a bar when at least this share of it is a dark line."""
 BAR_WIDTH = 0.5
 """Rows of the bridge looked at: those at least this wide, in distances between the inner eye corners."""
+BROW_MARGIN = 25.0
+"""How much darker than the brows' median lightness a line over them must be to be taken for a frame."""
 RAYS = 24
 RIM_COVER = 0.6
 """Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
@@ -117,10 +119,25 @@ def wears_glasses(image: Frame, points: Points) -> bool:
     return bar_across_bridge(lines, bridge, kept, points) and rims_round_eyes(lines, points, kept)
 
 
+def frames_over_brows(image: Frame, points: Points) -> Mask:
+    """1 where a frame crosses a brow: a thin dark line clearly darker than the brows' own colour."""
+    shape = image.shape[:2]
+    brows = (
+        region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    ) > 0
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+    if not brows.any():
+        return np.zeros(shape, dtype=np.float32)
+    darker = lightness < float(np.median(lightness[brows])) - BROW_MARGIN
+    return np.asarray(brows & darker & dark_lines(image, points), dtype=np.float32)
+
+
 def glasses_pixels(image: Frame, points: Points, skin: Mask) -> Mask:
     """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, neither its skin
-    (``skin``: 0..1 per pixel) nor its eyes and brows; all 0 when it wears none."""
+    (``skin``: 0..1 per pixel) nor its eyes and brows, and frames where they cross the brows; all 0 when
+    it wears none."""
     if not wears_glasses(image, points):
         return np.zeros(image.shape[:2], dtype=np.float32)
     zone, kept, _ = glasses_zones(points, image.shape[:2])
-    return np.asarray(zone * (1.0 - kept) * (1.0 - skin), dtype=np.float32)
+    around = zone * (1.0 - kept) * (1.0 - skin)
+    return np.asarray(np.maximum(around, frames_over_brows(image, points)), dtype=np.float32)
