@@ -16,6 +16,7 @@ from facefusion_ui.cli.process import summary_line
 from facefusion_ui.core import process
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face, FaceMesh
+from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources
@@ -43,7 +44,12 @@ def analysed(runtime: ModelRuntime, frame: Frame) -> Face:
 
 @pytest.fixture(scope="module")
 def astronaut_face(shared_runtime: ModelRuntime) -> Face:
-    return analysed(shared_runtime, media.astronaut())
+    """The astronaut's face with the embedded swapper's own mesh (478 points: with the irises)."""
+    face = analysed(shared_runtime, media.astronaut())
+    with shared_runtime.using("mesh_warp") as model:
+        mesh = face_mesh(media.astronaut(), face.bbox, model)
+    assert mesh is not None and len(mesh.points) == 478
+    return dataclasses.replace(face, mesh=mesh)
 
 
 @pytest.fixture(scope="module")

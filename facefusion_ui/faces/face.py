@@ -11,8 +11,8 @@ from facefusion_ui.types import DistanceMetric, Embedding, Points
 
 @dataclass(frozen=True, eq=False)
 class FaceMesh:
-    """mediapipe's face-mesh points of one face, in frame pixels: 478 with the irises (points 468-477, as
-    the runtime's mesh model gives them), 468 without; code that reads face parts uses indices below 468."""
+    """mediapipe's face-mesh points of one face, in frame pixels: 468, or 478 with the irises (points
+    468-477, from the embedded swapper's own mesh model); code that reads face parts uses indices below 468."""
 
     points: Points
     """(478, 2) or (468, 2) x, y."""

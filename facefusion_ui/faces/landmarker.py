@@ -64,7 +64,8 @@ def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, 
 
 
 def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> FaceMesh | None:
-    """The mesh (478 points with the irises) in frame coordinates, or None when mediapipe finds no face in the crop.
+    """The mesh in frame coordinates (468 points, or 478 from a model with refined landmarks: the irises),
+    or None when mediapipe finds no face in the crop.
 
     The caller holds the model exclusively (``ModelRuntime.using``)."""
     x, y, side = mesh_crop_box(bbox)

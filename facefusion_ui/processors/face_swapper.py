@@ -12,7 +12,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.alignment import paste_back
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.recognizer import embed_arcface
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -21,7 +21,7 @@ from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
-from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap, turned_too_far
+from facefusion_ui.processors.mesh_warp import IRIS_POINTS, WarpSource, mesh_warp_swap, turned_too_far
 from facefusion_ui.processors.swapper_families import (
     SwapperContract,
     boost_problem,
@@ -116,10 +116,7 @@ class FaceSwapper:
     def _prepare_mesh(self, sources: SourceIdentity) -> PreparedSource:
         """The embedded path copies one photo: the most frontal source face."""
         best = sources.best_frontal()
-        mesh = best.face.mesh
-        if mesh is None:
-            with self.runtime.using("mediapipe_face_mesh") as model:
-                mesh = face_mesh(best.image, best.face.bbox, model)
+        mesh = self._warp_mesh(best.image, best.face)
         if mesh is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
         return PreparedSource(warp=WarpSource.of(best.image, mesh, self.settings.keep_source_glasses))
@@ -172,12 +169,19 @@ class FaceSwapper:
         crop, matrix = swap_crop(session, self.contract, frame, face.kps, prepared.latent, boost)
         return paste_back(frame, crop, matrix, self.masks.crop_mask(frame, face, matrix, crop.shape[0]))
 
+    def _warp_mesh(self, frame: Frame, face: Face) -> FaceMesh | None:
+        """The mesh the embedded swapper draws with: one with the irises (its gaze), the face's own when
+        it has them, else made by the swapper's mesh model (refined landmarks); the face's plain mesh
+        where that model finds no face."""
+        if face.mesh is not None and len(face.mesh.points) >= IRIS_POINTS:
+            return face.mesh
+        with self.runtime.using("mesh_warp") as model:
+            refined = face_mesh(frame, face.bbox, model)
+        return refined if refined is not None else face.mesh
+
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
         assert prepared.warp is not None
-        target_mesh = face.mesh
-        if target_mesh is None:
-            with self.runtime.using("mediapipe_face_mesh") as model:
-                target_mesh = face_mesh(frame, face.bbox, model)
+        target_mesh = self._warp_mesh(frame, face)
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
             return None
