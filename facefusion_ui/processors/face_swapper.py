@@ -21,7 +21,13 @@ from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
-from facefusion_ui.processors.mesh_warp import IRIS_POINTS, WarpSource, mesh_warp_swap, turned_too_far
+from facefusion_ui.processors.mesh_warp import (
+    IRIS_POINTS,
+    WarpSource,
+    mesh_warp_swap,
+    turned_too_far,
+    with_irises,
+)
 from facefusion_ui.processors.swapper_families import (
     SwapperContract,
     boost_problem,
@@ -170,14 +176,19 @@ class FaceSwapper:
         return paste_back(frame, crop, matrix, self.masks.crop_mask(frame, face, matrix, crop.shape[0]))
 
     def _warp_mesh(self, frame: Frame, face: Face) -> FaceMesh | None:
-        """The mesh the embedded swapper draws with: one with the irises (its gaze), the face's own when
-        it has them, else made by the swapper's mesh model (refined landmarks); the face's plain mesh
-        where that model finds no face."""
-        if face.mesh is not None and len(face.mesh.points) >= IRIS_POINTS:
-            return face.mesh
+        """The mesh the embedded swapper draws with: the face's plain mesh (from the analysis, or made
+        here) with the irises of the swapper's own mesh model (refined landmarks: the gaze) put in its
+        eyes. The refined model's other points are not used: on some faces (eyes cast down) they carried
+        less of the source's likeness across."""
+        plain = face.mesh
+        if plain is None:
+            with self.runtime.using("mediapipe_face_mesh") as model:
+                plain = face_mesh(frame, face.bbox, model)
+        if plain is None or len(plain.points) >= IRIS_POINTS:
+            return plain
         with self.runtime.using("mesh_warp") as model:
             refined = face_mesh(frame, face.bbox, model)
-        return refined if refined is not None else face.mesh
+        return plain if refined is None else with_irises(plain, refined)
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
         assert prepared.warp is not None

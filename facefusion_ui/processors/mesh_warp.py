@@ -137,6 +137,8 @@ DISC_REACH = 0.8
 IRISES = ((473, 474, 475, 476, 477), (468, 469, 470, 471, 472))
 """The iris points (centre first) of the left and the right eye, in the order of ``opening_contours``:
 meshes made with mediapipe's refined landmarks have them (478 points), plain ones stop at 468."""
+MOUTH_CORNER = 78
+"""A corner of the inner lip contour (image left)."""
 MOUTH_INNER_POINT = 13
 """A point of the inner lip contour (upper lip, middle): tells the inner loop from the outer one."""
 OPEN_ENOUGH = 0.5
@@ -241,6 +243,21 @@ def polygon_area(points: Points) -> float:
     return float(abs(cv2.contourArea(points.astype(np.float32))))
 
 
+def with_irises(plain: FaceMesh, refined: FaceMesh) -> FaceMesh:
+    """``plain`` (468 points) with the iris points of ``refined`` (478, the same face by a model with
+    refined landmarks), each iris carried over by the similarity that fits its eye's contour in
+    ``refined`` onto the same contour in ``plain`` (the two models put the eyes a few pixels apart)."""
+    points = np.vstack([plain.points[:MESH_POINTS], refined.points[MESH_POINTS:IRIS_POINTS]]).astype(np.float32)
+    depth = np.concatenate([plain.depth[:MESH_POINTS], refined.depth[MESH_POINTS:IRIS_POINTS]]).astype(np.float32)
+    for contour, iris in zip(opening_contours()[: len(IRISES)], IRISES, strict=True):
+        matrix, _ = cv2.estimateAffinePartial2D(refined.points[contour], plain.points[contour])
+        if matrix is None:
+            return plain
+        points[list(iris)] = cv2.transform(refined.points[list(iris)][None].astype(np.float32), matrix)[0]
+        depth[list(iris)] += float(plain.depth[contour].mean() - refined.depth[contour].mean())
+    return FaceMesh(points, depth)
+
+
 def disc_start(index: int) -> int:
     """Where the iris disc of eye ``index`` starts in points extended by ``with_iris_discs``."""
     return IRIS_POINTS + index * len(opening_contours()[index])
@@ -291,16 +308,33 @@ def iris_fan(centre: int, disc: np.ndarray, contour: np.ndarray) -> np.ndarray:
     ).astype(np.int32)
 
 
+def ladder(contour: np.ndarray, corner: int) -> np.ndarray:
+    """Triangles closing an opening whose two edges face each other (the lips' inner edges), rung by
+    rung from ``corner`` to the opposite corner: unlike a fan from one corner, it stays inside the
+    opening however the edges bend (a smile's upper lip, a dropped jaw)."""
+    start = int(np.flatnonzero(contour == corner)[0])
+    loop = np.roll(contour, -start)
+    half = len(loop) // 2
+    upper, lower = loop[1:half], loop[half + 1 :][::-1]
+    triangles = [(loop[0], upper[0], lower[0])]
+    for i in range(len(upper) - 1):
+        triangles += [(upper[i], upper[i + 1], lower[i]), (lower[i], upper[i + 1], lower[i + 1])]
+    triangles.append((upper[-1], loop[half], lower[-1]))
+    return np.array(triangles, dtype=np.int32)
+
+
 def opening_fan(target_points: Points, source_points: Points, index: int, contour: np.ndarray) -> np.ndarray:
-    """The triangles closing one opening. An eye whose iris centre lies inside the opening in both faces
-    (points with their iris discs, ``with_iris_discs``) is closed round its iris, so the source's iris
-    lands on the target's (the gaze follows the target); otherwise (no iris points, an eye too shut to
-    hold its iris centre) it is fanned from its corner."""
+    """The triangles closing one opening: the mouth rung by rung (``ladder``). An eye whose iris centre
+    lies inside the opening in both faces (points with their iris discs, ``with_iris_discs``) is closed
+    round its iris, so the source's iris lands on the target's (the gaze follows the target); otherwise
+    (no iris points, an eye too shut to hold its iris centre) it is fanned from its corner."""
     if index < len(IRISES) and min(len(target_points), len(source_points)) > IRIS_POINTS:
         centre = IRISES[index][0]
         if iris_inside(target_points, centre, contour) and iris_inside(source_points, centre, contour):
             disc = np.arange(disc_start(index), disc_start(index) + len(contour))
             return iris_fan(centre, disc, contour)
+    if index == len(IRISES):
+        return ladder(contour, MOUTH_CORNER)
     return fan(contour)
 
 
