@@ -21,7 +21,7 @@ from facefusion_ui.types import Frame, Mask, Points
 
 EYE_CORNERS = ((362, 263), (33, 133))
 """The corners of the left and the right eye (the person's own), inner first for the left eye."""
-LENS_AXES = (0.9, 0.6)
+LENS_AXES = (1.0, 0.8)
 """Half-axes of a lens round an eye (along the eye, across it), in eye widths."""
 EYE_KEPT = 1.3
 """How far round each eye's outline (a scale about its centre) the source's own eye and lashes are kept."""
@@ -83,6 +83,13 @@ def dark_lines(image: Frame, points: Points) -> np.ndarray:
     return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element) >= LINE_DARKNESS)
 
 
+def dilated_lines(image: Frame, points: Points) -> Mask:
+    """``dark_lines`` as 0..1, grown by a pixel or two: a frame's soft edges with it."""
+    grow = max(3, int(face_size(points) * LINE_WIDTH / 2)) | 1
+    lines = dark_lines(image, points).astype(np.uint8)
+    return np.asarray(cv2.dilate(lines, np.ones((grow, grow), np.uint8)), dtype=np.float32)
+
+
 def bar_across_bridge(lines: np.ndarray, bridge: Mask, kept: Mask, points: Points) -> bool:
     """Whether one row of the bridge (between the eyes), where it is wide, is a dark line nearly across
     (the bridge's narrow tips touch the eyes' corners, where lashes are)."""
@@ -133,11 +140,13 @@ def frames_over_brows(image: Frame, points: Points) -> Mask:
 
 
 def glasses_pixels(image: Frame, points: Points, skin: Mask) -> Mask:
-    """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, neither its skin
-    (``skin``: 0..1 per pixel) nor its eyes and brows, and frames where they cross the brows; all 0 when
-    it wears none."""
+    """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, what is not its
+    skin (``skin``: 0..1 per pixel) or is a thin dark line, but not its eyes and brows; and frames where
+    they cross the brows. All 0 when it wears none."""
     if not wears_glasses(image, points):
         return np.zeros(image.shape[:2], dtype=np.float32)
     zone, kept, _ = glasses_zones(points, image.shape[:2])
-    around = zone * (1.0 - kept) * (1.0 - skin)
+    # a frame near the skin's colour (tortoiseshell, gold) is still a thin line darker than round it
+    frames = np.maximum(1.0 - skin, dilated_lines(image, points))
+    around = zone * (1.0 - kept) * frames
     return np.asarray(np.maximum(around, frames_over_brows(image, points)), dtype=np.float32)
