@@ -1,8 +1,9 @@
 """The embedded swapper: the source photo's face drawn onto the target face, triangle by triangle of
 mediapipe's face mesh (``WarpSource`` is prepared once per source photo).
 
-Steps, for one target face:
-1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``);
+Steps, for one target face (the swapper first leaves alone a face turned past ``TURN_LIMITS``):
+1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``); the
+   outline, the lips and the shape of each eye stay the target's (its expression);
 2. the mesh's own triangles are drawn in the target, farthest first (the mesh's depth), so that where a
    turned head hides part of the face (the far cheek behind the nose) the nearer triangle wins; a
    triangle that faces the other way in the target than in the source (folded over by a turn) is not
@@ -12,8 +13,10 @@ Steps, for one target face:
    source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
    the background beside a cheek never comes across (on turned heads they made grey and white smears
    when the whole hull was warped as one); the eye and mouth openings, which the mesh leaves empty, are
-   closed with the source's eyes and teeth unless the source is shut where the target is open
-   (``openings_to_draw``);
+   closed with the source's eyes and teeth unless the source is shut where the target is open, or the
+   target nearly shut where the source is open (``openings_to_draw``): an eye round its iris, so the
+   source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; the
+   source's glasses are not trusted unless kept (``source_glasses``);
 4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
    two are blended with that weight, so nothing outside the face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
