@@ -190,10 +190,11 @@ def test_the_irises_are_carried_into_the_plain_mesh_eyes(astronaut_face: Face) -
     mesh = astronaut_face.mesh
     for contour, iris in zip(opening_contours()[:2], IRISES, strict=True):
         assert iris_inside(mesh.points, iris[0], contour)
-    plain = FaceMesh(mesh.points[:468] + np.float32([6, -4]), mesh.depth[:468])
+    offset = np.array([6, -4], dtype=np.float32)
+    plain = FaceMesh(mesh.points[:468] + offset, mesh.depth[:468])
     carried = with_irises(plain, mesh)
     assert carried.points.shape == (478, 2) and carried.depth.shape == (478,)
-    np.testing.assert_allclose(carried.points[468:], mesh.points[468:] + np.float32([6, -4]), atol=0.05)
+    np.testing.assert_allclose(carried.points[468:], mesh.points[468:] + offset, atol=0.05)
     np.testing.assert_array_equal(carried.points[:468], plain.points)
 
 
