@@ -334,6 +334,9 @@ class Settings:
         WholeChoice(typing.get_args(FaceSwapperPixelBoost), optional=True),
         "swap on an aligned crop this many px wide, in tiles of the model's size (none: the model's size)",
     )
+    keep_source_glasses: bool = _setting(
+        False, flag, "embedded swapper: keep the source photo's glasses (off: left out, the target's eyes show)"
+    )
     face_enhancer_model: FaceEnhancerModel = _setting(
         "gfpgan_1.4", one_of(choices(FaceEnhancerModel)), "face enhancer model"
     )

@@ -59,6 +59,7 @@ COUNTED = (
     "faces_detected",
     "faces_selected",
     "faces_swapped",
+    "faces_skipped_pose",
     "faces_enhanced",
     "frames_enhanced",
     "faces_lip_synced",

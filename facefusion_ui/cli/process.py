@@ -63,11 +63,16 @@ def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessRes
 
 
 def summary_line(output: str, seconds: float, stats: dict[str, Any]) -> str:
-    """``out.mp4: 500 of 500 faces swapped in 3.1 s (3 of 8 chunks reused from an earlier run)``."""
+    """``out.mp4: 500 of 500 faces swapped in 3.1 s (3 of 8 chunks reused from an earlier run)``, and a
+    second line when the embedded swapper left faces alone for their pose."""
     swapped, detected = stats.get("faces_swapped", 0), stats.get("faces_detected", 0)
     line = f"{output}: {swapped} of {detected} faces swapped in {seconds:.1f} s"
     if stats.get("chunks_skipped"):
         line += f" ({stats['chunks_skipped']} of {stats['chunks_total']} chunks reused from an earlier run)"
+    turned = stats.get("faces_skipped_pose", 0)
+    if turned:
+        faces = "face" if turned == 1 else "faces"
+        line += f"\n{turned} {faces} left as they were: turned too far for the embedded swapper"
     return line
 
 

@@ -11,12 +11,13 @@ from facefusion_ui.types import DistanceMetric, Embedding, Points
 
 @dataclass(frozen=True, eq=False)
 class FaceMesh:
-    """mediapipe's 468 face-mesh points of one face, in frame pixels."""
+    """mediapipe's face-mesh points of one face, in frame pixels: 468, or 478 with the irises (points
+    468-477, from the embedded swapper's own mesh model); code that reads face parts uses indices below 468."""
 
     points: Points
-    """(468, 2) x, y."""
+    """(478, 2) or (468, 2) x, y."""
     depth: Points
-    """(468,) distance from the camera relative to the face's centre, in the same pixels: smaller is
+    """(478,) or (468,) distance from the camera relative to the face's centre, in the same pixels: smaller is
     nearer (on a turned head the near cheek and the nose hide parts of the far side)."""
 
 
@@ -32,7 +33,7 @@ class Face:
     detector: str
     landmarks_68: Points | None = None
     mesh: FaceMesh | None = None
-    """The 468-point face mesh, when requested."""
+    """The face mesh (468 points and the irises), when requested."""
     embedding: Embedding | None = None
     normed_embedding: Embedding | None = None
     recognizer: str | None = None

@@ -1,4 +1,5 @@
-"""Landmarks: dlib's 68 and 5-point predictors on a face box, and mediapipe's 468-point mesh on a crop.
+"""Landmarks: dlib's 68 and 5-point predictors on a face box, and mediapipe's face mesh on a crop
+(468 points and 10 for the irises).
 
 The mesh runs on a crop around each detected face: on a whole group photo mediapipe misses most faces
 (its own detector wants a face that fills the picture); on crops it finds them.
@@ -63,7 +64,8 @@ def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, 
 
 
 def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> FaceMesh | None:
-    """The 468-point mesh in frame coordinates, or None when mediapipe finds no face in the crop.
+    """The mesh in frame coordinates (468 points, or 478 from a model with refined landmarks: the irises),
+    or None when mediapipe finds no face in the crop.
 
     The caller holds the model exclusively (``ModelRuntime.using``)."""
     x, y, side = mesh_crop_box(bbox)

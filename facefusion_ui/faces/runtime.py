@@ -57,7 +57,13 @@ def _load_embedded(spec: ModelSpec) -> Any:
         if spec.name in ("mediapipe_face_mesh", "mesh_warp"):
             from mediapipe.python.solutions import face_mesh
 
-            return face_mesh.FaceMesh(static_image_mode=True, max_num_faces=1, min_detection_confidence=0.3)
+            # the embedded swapper's own mesh has the irises too (refined landmarks, 478 points: its gaze)
+            return face_mesh.FaceMesh(
+                static_image_mode=True,
+                max_num_faces=1,
+                min_detection_confidence=0.3,
+                refine_landmarks=spec.name == "mesh_warp",
+            )
         if spec.name == "mediapipe_hands":
             from mediapipe.python.solutions import hands
 

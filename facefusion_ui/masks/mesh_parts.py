@@ -1,5 +1,5 @@
-"""Face parts as polygons of mediapipe's 468-point face mesh, from mediapipe's own index sets
-(``face_mesh_connections``: lips, eyes, eyebrows, nose, face oval).
+"""Face parts as polygons of mediapipe's face mesh (its first 468 points; the irises after them are not
+used), from mediapipe's own index sets (``face_mesh_connections``: lips, eyes, eyebrows, nose, face oval).
 
 "Left" and "right" are the person's own, as mediapipe names them: the left eye is on the image's right
 of a face looking at the camera. Nose and skin are derived: the nose is the hull of mediapipe's nose

@@ -27,7 +27,7 @@ class FaceView:
     shape: tuple[int, int]
     """Height and width of the view (and of every mask made for it)."""
     points: Points | None
-    """The face's 468 mesh points in the view's pixels; None where the mesh could not be made."""
+    """The face's mesh points (468, and the irises) in the view's pixels; None where the mesh could not be made."""
     border: float
     """The least the box mask trims from each side, as a share of the side (see ``box_mask``)."""
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.alignment import paste_back
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.recognizer import embed_arcface
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -21,7 +21,13 @@ from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
-from facefusion_ui.processors.mesh_warp import WarpSource, mesh_warp_swap
+from facefusion_ui.processors.mesh_warp import (
+    IRIS_POINTS,
+    WarpSource,
+    mesh_warp_swap,
+    turned_too_far,
+    with_irises,
+)
 from facefusion_ui.processors.swapper_families import (
     SwapperContract,
     boost_problem,
@@ -60,6 +66,8 @@ class FaceSwapper:
         self._lock = threading.Lock()
         self.faces_swapped = 0
         self.faces_skipped = 0
+        self.faces_skipped_pose = 0
+        """Faces the embedded swapper left as they were, turned too far (also in ``faces_skipped``)."""
         self.masks = MaskStage(settings, runtime)
 
     @property
@@ -90,7 +98,9 @@ class FaceSwapper:
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            return {"faces_swapped": self.faces_swapped}
+            if self.model != "mesh_warp":
+                return {"faces_swapped": self.faces_swapped}
+            return {"faces_swapped": self.faces_swapped, "faces_skipped_pose": self.faces_skipped_pose}
 
     def mask_counts(self) -> dict[str, int]:
         return self.masks.counts()
@@ -112,13 +122,10 @@ class FaceSwapper:
     def _prepare_mesh(self, sources: SourceIdentity) -> PreparedSource:
         """The embedded path copies one photo: the most frontal source face."""
         best = sources.best_frontal()
-        mesh = best.face.mesh
-        if mesh is None:
-            with self.runtime.using("mediapipe_face_mesh") as model:
-                mesh = face_mesh(best.image, best.face.bbox, model)
+        mesh = self._warp_mesh(best.image, best.face)
         if mesh is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
-        return PreparedSource(warp=WarpSource.of(best.image, mesh))
+        return PreparedSource(warp=WarpSource.of(best.image, mesh, self.settings.keep_source_glasses))
 
     def _prepare_latent(self, sources: SourceIdentity) -> PreparedSource:
         """The ONNX path: the source input the model's family takes, from every source photo (embedding
@@ -168,14 +175,30 @@ class FaceSwapper:
         crop, matrix = swap_crop(session, self.contract, frame, face.kps, prepared.latent, boost)
         return paste_back(frame, crop, matrix, self.masks.crop_mask(frame, face, matrix, crop.shape[0]))
 
+    def _warp_mesh(self, frame: Frame, face: Face) -> FaceMesh | None:
+        """The mesh the embedded swapper draws with: the face's plain mesh (from the analysis, or made
+        here) with the irises of the swapper's own mesh model (refined landmarks: the gaze) put in its
+        eyes. The refined model's other points are not used: on some faces (eyes cast down) they carried
+        less of the source's likeness across."""
+        plain = face.mesh
+        if plain is None:
+            with self.runtime.using("mediapipe_face_mesh") as model:
+                plain = face_mesh(frame, face.bbox, model)
+        if plain is None or len(plain.points) >= IRIS_POINTS:
+            return plain
+        with self.runtime.using("mesh_warp") as model:
+            refined = face_mesh(frame, face.bbox, model)
+        return plain if refined is None else with_irises(plain, refined)
+
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
         assert prepared.warp is not None
-        target_mesh = face.mesh
-        if target_mesh is None:
-            with self.runtime.using("mediapipe_face_mesh") as model:
-                target_mesh = face_mesh(frame, face.bbox, model)
+        target_mesh = self._warp_mesh(frame, face)
         if target_mesh is None:
             logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
+            return None
+        if turned_too_far(target_mesh):
+            with self._lock:
+                self.faces_skipped_pose += 1
             return None
         face_mask = self.masks.blend_mask(frame, face, target_mesh.points)
         return mesh_warp_swap(frame, target_mesh, prepared.warp, settings.face_mask_blur, face_mask).frame

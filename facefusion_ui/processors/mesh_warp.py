@@ -1,8 +1,9 @@
 """The embedded swapper: the source photo's face drawn onto the target face, triangle by triangle of
 mediapipe's face mesh (``WarpSource`` is prepared once per source photo).
 
-Steps, for one target face:
-1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``);
+Steps, for one target face (the swapper first leaves alone a face turned past ``TURN_LIMITS``):
+1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``); the
+   outline, the lips and the shape of each eye stay the target's (its expression);
 2. the mesh's own triangles are drawn in the target, farthest first (the mesh's depth), so that where a
    turned head hides part of the face (the far cheek behind the nose) the nearer triangle wins; a
    triangle that faces the other way in the target than in the source (folded over by a turn) is not
@@ -12,8 +13,10 @@ Steps, for one target face:
    source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
    the background beside a cheek never comes across (on turned heads they made grey and white smears
    when the whole hull was warped as one); the eye and mouth openings, which the mesh leaves empty, are
-   closed with the source's eyes and teeth unless the source is shut where the target is open
-   (``openings_to_draw``);
+   closed with the source's eyes and teeth unless the source is shut where the target is open, or the
+   target nearly shut where the source is open (``openings_to_draw``): an eye round its iris, so the
+   source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; the
+   source's glasses are not trusted unless kept (``source_glasses``);
 4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
    two are blended with that weight, so nothing outside the face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
@@ -29,6 +32,8 @@ import cv2
 import numpy as np
 
 from facefusion_ui.faces.face import FaceMesh
+from facefusion_ui.faces.mesh_pose import mesh_pose
+from facefusion_ui.processors.source_glasses import glasses_pixels
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -126,9 +131,21 @@ STD_RATIO_LIMITS = (0.6, 1.6)
 """How far colour transfer may stretch the spread of a channel: beyond, it flattens or bleaches skin."""
 FEATURES = (*BROWS, *EYES, *LIPS, 1, 4, 5, 6, 52, 65, 98, 145, 159, 168, 195, 197, 282, 295, 327, 374, 386)
 """Brows, eyes, nose and lips: always taken from the source, whatever their colour."""
+MESH_POINTS = 468
+"""The mesh's points without the irises."""
+IRIS_POINTS = 478
+"""The mesh's points with the irises (mediapipe's refined landmarks)."""
+DISC_REACH = 0.8
+"""An iris disc reaches at most this share of the way from the iris centre to the eye's contour."""
+IRISES = ((473, 474, 475, 476, 477), (468, 469, 470, 471, 472))
+"""The iris points (centre first) of the left and the right eye, in the order of ``opening_contours``:
+meshes made with mediapipe's refined landmarks have them (478 points), plain ones stop at 468."""
+MOUTH_CORNER = 78
+"""A corner of the inner lip contour (image left)."""
 MOUTH_INNER_POINT = 13
 """A point of the inner lip contour (upper lip, middle): tells the inner loop from the outer one."""
 OPEN_ENOUGH = 0.5
+NARROW_ENOUGH = 0.3
 """An opening (eye, mouth) gets the source's when the source's is at least this open, relative to the
 target's (each measured against its face's size)."""
 TRUST_RAMP = 0.06
@@ -141,6 +158,11 @@ LIGHTNESS_SLACK = 1.25
 SKIN_DISTANCE = (2.0, 3.0)
 """Spreads from the typical skin colour where a pixel stops counting as skin: fully below the first,
 not at all above the second (hair, hats, background)."""
+TURN_LIMITS = (55.0, 40.0)
+"""Yaw and pitch (degrees, ``mesh_pose``) past which the warp is not trusted and the face is left as it
+is: up to about 45 degrees of yaw (the most turned faces of t1) the fold test and the depth order draw
+what shows and the result holds; further round, the near cheek is drawn from the frontal source's
+foreshortened one (a smear) and the mesh itself loses the far side."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +170,12 @@ class WarpResult:
     frame: Frame
     mask: Mask
     """The blend weight used, over the whole frame (0 outside the face)."""
+
+
+def turned_too_far(mesh: FaceMesh) -> bool:
+    """Whether the head is turned or tilted past ``TURN_LIMITS``: the face is then left untouched."""
+    yaw, pitch = mesh_pose(mesh)
+    return abs(yaw) > TURN_LIMITS[0] or abs(pitch) > TURN_LIMITS[1]
 
 
 def region_of(points: Points, shape: tuple[int, ...], margin: int = 2) -> tuple[int, int, int, int]:
@@ -218,6 +246,101 @@ def polygon_area(points: Points) -> float:
     return float(abs(cv2.contourArea(points.astype(np.float32))))
 
 
+def with_irises(plain: FaceMesh, refined: FaceMesh) -> FaceMesh:
+    """``plain`` (468 points) with the iris points of ``refined`` (478, the same face by a model with
+    refined landmarks), each iris carried over by the similarity that fits its eye's contour in
+    ``refined`` onto the same contour in ``plain`` (the two models put the eyes a few pixels apart)."""
+    points = np.vstack([plain.points[:MESH_POINTS], refined.points[MESH_POINTS:IRIS_POINTS]]).astype(np.float32)
+    depth = np.concatenate([plain.depth[:MESH_POINTS], refined.depth[MESH_POINTS:IRIS_POINTS]]).astype(np.float32)
+    for contour, iris in zip(opening_contours()[: len(IRISES)], IRISES, strict=True):
+        matrix, _ = cv2.estimateAffinePartial2D(refined.points[contour], plain.points[contour])
+        if matrix is None:
+            return plain
+        points[list(iris)] = cv2.transform(refined.points[list(iris)][None].astype(np.float32), matrix)[0]
+        depth[list(iris)] += float(plain.depth[contour].mean() - refined.depth[contour].mean())
+    return FaceMesh(points, depth)
+
+
+def disc_start(index: int) -> int:
+    """Where the iris disc of eye ``index`` starts in points extended by ``with_iris_discs``."""
+    return IRIS_POINTS + index * len(opening_contours()[index])
+
+
+def with_iris_discs(points: Points) -> Points:
+    """``points`` (a 478-point mesh) with, per eye, a ring of points round the iris centre, one toward
+    each point of the eye's contour, at the iris's radius (nearer where a lid comes closer): the disc
+    they bound moves with the iris, and only the ring between it and the lids stretches. Meshes without
+    irises come back as they are."""
+    if len(points) < IRIS_POINTS:
+        return points
+    rings = []
+    for contour, iris in zip(opening_contours()[: len(IRISES)], IRISES, strict=True):
+        centre = points[iris[0]].astype(np.float64)
+        radius = float(np.linalg.norm(points[list(iris[1:])] - centre, axis=1).mean())
+        offsets = points[contour].astype(np.float64) - centre
+        lengths = np.linalg.norm(offsets, axis=1, keepdims=True)
+        rings.append(centre + offsets / np.maximum(lengths, 1e-6) * np.minimum(radius, lengths * DISC_REACH))
+    return np.vstack([points[:IRIS_POINTS], *rings]).astype(np.float32)
+
+
+def with_disc_depth(depth: Points) -> Points:
+    """The depth of ``with_iris_discs``'s points: a disc's ring lies as deep as its iris centre."""
+    if len(depth) < IRIS_POINTS:
+        return depth
+    rings = [np.full(len(contour), depth[iris[0]]) for contour, iris in zip(opening_contours(), IRISES, strict=False)]
+    return np.concatenate([depth[:IRIS_POINTS], *rings]).astype(np.float32)
+
+
+def iris_inside(points: Points, centre: int, contour: np.ndarray) -> bool:
+    if len(points) <= centre:
+        return False
+    polygon = points[contour].astype(np.float32).reshape(-1, 1, 2)
+    return cv2.pointPolygonTest(polygon, (float(points[centre, 0]), float(points[centre, 1])), False) > 0
+
+
+def iris_fan(centre: int, disc: np.ndarray, contour: np.ndarray) -> np.ndarray:
+    """Triangles closing an eye's opening round its iris: the disc fanned from the centre, then the ring
+    between the disc and the contour."""
+    following, disc_following = np.roll(contour, -1), np.roll(disc, -1)
+    return np.concatenate(
+        [
+            np.stack([np.full(len(disc), centre), disc, disc_following], axis=1),
+            np.stack([disc, contour, following], axis=1),
+            np.stack([disc, following, disc_following], axis=1),
+        ]
+    ).astype(np.int32)
+
+
+def ladder(contour: np.ndarray, corner: int) -> np.ndarray:
+    """Triangles closing an opening whose two edges face each other (the lips' inner edges), rung by
+    rung from ``corner`` to the opposite corner: unlike a fan from one corner, it stays inside the
+    opening however the edges bend (a smile's upper lip, a dropped jaw)."""
+    start = int(np.flatnonzero(contour == corner)[0])
+    loop = np.roll(contour, -start)
+    half = len(loop) // 2
+    upper, lower = loop[1:half], loop[half + 1 :][::-1]
+    triangles = [(loop[0], upper[0], lower[0])]
+    for i in range(len(upper) - 1):
+        triangles += [(upper[i], upper[i + 1], lower[i]), (lower[i], upper[i + 1], lower[i + 1])]
+    triangles.append((upper[-1], loop[half], lower[-1]))
+    return np.array(triangles, dtype=np.int32)
+
+
+def opening_fan(target_points: Points, source_points: Points, index: int, contour: np.ndarray) -> np.ndarray:
+    """The triangles closing one opening: the mouth rung by rung (``ladder``). An eye whose iris centre
+    lies inside the opening in both faces (points with their iris discs, ``with_iris_discs``) is closed
+    round its iris, so the source's iris lands on the target's (the gaze follows the target); otherwise
+    (no iris points, an eye too shut to hold its iris centre) it is fanned from its corner."""
+    if index < len(IRISES) and min(len(target_points), len(source_points)) > IRIS_POINTS:
+        centre = IRISES[index][0]
+        if iris_inside(target_points, centre, contour) and iris_inside(source_points, centre, contour):
+            disc = np.arange(disc_start(index), disc_start(index) + len(contour))
+            return iris_fan(centre, disc, contour)
+    if index == len(IRISES):
+        return ladder(contour, MOUTH_CORNER)
+    return fan(contour)
+
+
 def openings_to_draw(target_points: Points, source_points: Points) -> list[np.ndarray]:
     """The fans of the openings (eyes, mouth) where the source is open at least ``OPEN_ENOUGH`` as much as
     the target, relative to each face's size: there the source's own eyes and teeth are drawn (who the
@@ -226,11 +349,11 @@ def openings_to_draw(target_points: Points, source_points: Points) -> list[np.nd
     target_face = polygon_area(target_points[list(FACE_OVAL)]) or 1.0
     source_face = polygon_area(source_points[list(FACE_OVAL)]) or 1.0
     chosen = []
-    for contour in opening_contours():
+    for index, contour in enumerate(opening_contours()):
         target_open = polygon_area(target_points[contour]) / target_face
         source_open = polygon_area(source_points[contour]) / source_face
-        if source_open >= OPEN_ENOUGH * target_open:
-            chosen.append(fan(contour))
+        if source_open >= OPEN_ENOUGH * target_open and target_open >= NARROW_ENOUGH * source_open:
+            chosen.append(opening_fan(target_points, source_points, index, contour))
     return chosen
 
 
@@ -322,17 +445,39 @@ def transfer_colour(warped: Frame, target: Frame, weight: Mask) -> Frame:
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
 
 
+def eye_groups(count: int) -> list[np.ndarray]:
+    """Per eye, the points that keep the target's shape and move as one: the eye's contour (its opening,
+    how open the eye is) and its iris points where the mesh has them (``count`` points: where it looks)."""
+    contours = opening_contours()[: len(IRISES)]
+    return [
+        np.concatenate([contour, [p for p in iris if p < count]]).astype(np.int32)
+        for contour, iris in zip(contours, IRISES, strict=True)
+    ]
+
+
 def morph_toward_source(target_mesh: Points, source_mesh: Points, weight: float = SHAPE_WEIGHT) -> Points:
     """The target mesh with its inner points moved ``weight`` of the way to the source's, after the
-    source mesh is brought onto the target by a similarity transform (so only proportions move)."""
-    matrix, _ = cv2.estimateAffinePartial2D(source_mesh.astype(np.float32), target_mesh.astype(np.float32))
+    source mesh is brought onto the target by a similarity transform (so only proportions move). The
+    expression stays the target's: the outline and the lips do not move, and each eye (contour and
+    iris) keeps its shape and only moves as a whole, by the morph of its centre, so a squinting or
+    laughing target keeps its narrow eyes and its gaze."""
+    shared = min(len(source_mesh), len(target_mesh), MESH_POINTS)
+    matrix, _ = cv2.estimateAffinePartial2D(
+        source_mesh[:shared].astype(np.float32), target_mesh[:shared].astype(np.float32)
+    )
     if matrix is None:
         return target_mesh
     aligned = cv2.transform(source_mesh[None].astype(np.float32), matrix)[0]
+    # iris points the source lacks: nothing to move toward (they move with their eye below)
+    aligned = np.vstack([aligned, target_mesh[len(aligned) :]])[: len(target_mesh)]
     weights = np.full((len(target_mesh), 1), weight, dtype=np.float32)
     weights[list(FACE_OVAL)] = 0.0
     weights[list(LIPS)] = 0.0
     morphed: Points = (target_mesh + weights * (aligned - target_mesh)).astype(np.float32)
+    for group in eye_groups(len(target_mesh)):
+        contour = group[: len(opening_contours()[0])]
+        shift = weight * (aligned[contour].mean(axis=0) - target_mesh[contour].mean(axis=0))
+        morphed[group] = target_mesh[group] + shift
     return morphed
 
 
@@ -349,11 +494,12 @@ def inside_outline(points: Points, shape: tuple[int, ...], ramp: float) -> Mask:
     return np.asarray(np.clip((depth_inside - 1.5) / max(ramp, 1.0), 0.0, 1.0), dtype=np.float32)
 
 
-def source_trust(image: Frame, points: Points) -> Mask:
+def source_trust(image: Frame, points: Points, keep_glasses: bool = False) -> Mask:
     """How much each pixel of ``image`` (a crop around the source face, ``points`` in it) is the face
     itself, 0..1: inside the outline, the eyes, brows, nose and lips always; elsewhere (cheeks, chin,
     forehead) skin whose colour is near the face's typical skin, not hair, a hat or the background the
-    outline may take in at its edges. A beard counts as hair there: the target's own chin shows."""
+    outline may take in at its edges. A beard counts as hair there: the target's own chin shows. Unless
+    ``keep_glasses``, the glasses the source wears are not the face either (``source_glasses``)."""
     size = float(max(points.max(axis=0) - points.min(axis=0)))
     outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
     features = np.zeros(outline.shape, dtype=np.float32)
@@ -370,24 +516,29 @@ def source_trust(image: Frame, points: Points) -> Mask:
     skin = cv2.medianBlur((skin * 255).astype(np.uint8), 5).astype(np.float32) / 255.0  # freckles, pores
     kernel = max(3, int(size * 0.04)) | 1
     trusted = np.maximum(cv2.GaussianBlur(features, (kernel, kernel), 0), cv2.GaussianBlur(skin, (kernel, kernel), 0))
+    if not keep_glasses:
+        # doubled after the blur: a frame's own pixels get none of the trust round them
+        glasses = glasses_pixels(image, points, skin)
+        trusted *= 1.0 - np.clip(cv2.GaussianBlur(glasses, (kernel, kernel), 0) * 2.0, 0.0, 1.0)
     return np.asarray(trusted * outline, dtype=np.float32)
 
 
 @dataclass(frozen=True)
 class WarpSource:
     """What the embedded swapper keeps of a source photo: the face's crop, its mesh in the crop, and
-    ``source_trust`` of the crop (so a large photo is not held whole)."""
+    ``source_trust`` of the crop (so a large photo is not held whole; the source's glasses, unless kept,
+    are not trusted)."""
 
     image: Frame
     mesh: FaceMesh
     trust: Mask
 
     @classmethod
-    def of(cls, image: Frame, mesh: FaceMesh) -> WarpSource:
+    def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
-        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points))
+        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points, keep_glasses))
 
 
 def mesh_warp_swap(
@@ -404,9 +555,11 @@ def mesh_warp_swap(
     full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, full_mask)
-    shaped = morph_toward_source(target.points, source.mesh.points)
-    triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source.mesh.points)])
-    map_x, map_y, covered = render_maps(shaped, target.depth, source.mesh.points, region, triangles)
+    shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
+    depth = with_disc_depth(target.depth)
+    source_points = with_iris_discs(source.mesh.points)
+    triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source_points)])
+    map_x, map_y, covered = render_maps(shaped, depth, source_points, region, triangles)
     warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     trust = cv2.remap(source.trust, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     # the edges of what is not drawn (folded triangles, openings left to the target) softened without

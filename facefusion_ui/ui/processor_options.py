@@ -16,7 +16,7 @@ from facefusion_ui.ui.controls import present
 from facefusion_ui.ui.services import UiServices
 
 PROCESSOR_SETTINGS: dict[str, tuple[str, ...]] = {
-    "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost"),
+    "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
     "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "lip_syncer": ("source_audio",),
 }

@@ -1,0 +1,152 @@
+"""The source's glasses, for the embedded swapper: whether the source photo's person wears them, and
+which pixels of the photo are their frames and lenses (so the target's own eyes and skin show there).
+
+Where glasses sit: round each eye, a lens-sized ellipse (the mesh's "glasses" region, widened: frames
+reach past it above and below the eye), and the bridge of the nose between the eyes. The eyes themselves
+and the brows are always the source's.
+
+The cue for glasses is a dark, thin line (a morphological black-hat of the lightness: darker than its
+surroundings and narrower than a few per cent of the face) both across the bridge of the nose, as a
+horizontal bar over the whole width between the eyes, and round the eyes, crossed by most rays out of
+each eye. A bare face has creases, but not a bar across its nose nor a ring round both eyes.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from facefusion_ui.masks.mesh_parts import face_size, part_indices, region_polygon_mask
+from facefusion_ui.types import Frame, Mask, Points
+
+EYE_CORNERS = ((362, 263), (33, 133))
+"""The corners of the left and the right eye (the person's own), inner first for the left eye."""
+LENS_AXES = (1.0, 0.8)
+"""Half-axes of a lens round an eye (along the eye, across it), in eye widths."""
+EYE_KEPT = 1.3
+"""How far round each eye's outline (a scale about its centre) the source's own eye and lashes are kept."""
+BRIDGE_POINTS = (133, 362, 8, 168, 6)
+"""Inner eye corners and the bridge of the nose between them, from the brows' level down."""
+LINE_WIDTH = 0.05
+"""The widest a frame is taken to be, as a share of the face's size (the black-hat's kernel)."""
+LINE_DARKNESS = 12.0
+"""How much darker than its surroundings (LAB lightness, 0..255) a pixel must be to be part of a line."""
+BAR_COVER = 0.6
+"""A row of the bridge counts as a bar when at least this share of it is a dark line."""
+BAR_WIDTH = 0.5
+"""Rows of the bridge looked at: those at least this wide, in distances between the inner eye corners."""
+BROW_MARGIN = 25.0
+"""How much darker than the brows' median lightness a line over them must be to be taken for a frame."""
+RAYS = 24
+RIM_COVER = 0.6
+"""Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
+
+
+def eye_frame(points: Points, corners: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
+    """The eye's centre, its unit axis (corner to corner) and its width."""
+    first, second = points[corners[0]].astype(np.float64), points[corners[1]].astype(np.float64)
+    width = float(np.linalg.norm(second - first)) or 1.0
+    return (first + second) / 2, (second - first) / width, width
+
+
+def lens_polygon(points: Points, corners: tuple[int, int]) -> Points:
+    centre, axis, width = eye_frame(points, corners)
+    angle = float(np.degrees(np.arctan2(axis[1], axis[0])))
+    axes = (max(1, round(LENS_AXES[0] * width)), max(1, round(LENS_AXES[1] * width)))
+    polygon = cv2.ellipse2Poly((round(centre[0]), round(centre[1])), axes, round(angle), 0, 360, 10)
+    return np.asarray(polygon, dtype=np.float32)
+
+
+def glasses_zones(points: Points, shape: tuple[int, int]) -> tuple[Mask, Mask, Mask]:
+    """Where glasses sit (lenses, the mesh's glasses region and the bridge), where the source stays
+    itself whatever its colour (eyes and brows), and the bridge alone; each 1 inside, 0 outside."""
+    zone = region_polygon_mask(points, "glasses", shape)
+    for corners in EYE_CORNERS:
+        cv2.fillConvexPoly(zone, np.round(lens_polygon(points, corners)).astype(np.int32), 1.0)
+    bridge = np.zeros(shape, dtype=np.float32)
+    cv2.fillConvexPoly(bridge, cv2.convexHull(points[list(BRIDGE_POINTS)].astype(np.float32)).astype(np.int32), 1.0)
+    kept = region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    indices = part_indices()
+    for eye in ("left-eye", "right-eye"):
+        outline = points[list(indices[eye])].astype(np.float32)
+        centre = outline.mean(axis=0)
+        cv2.fillConvexPoly(kept, cv2.convexHull(centre + (outline - centre) * EYE_KEPT).astype(np.int32), 1.0)
+    kept = np.minimum(kept, 1.0)
+    return np.maximum(zone, bridge), kept, bridge
+
+
+def dark_lines(image: Frame, points: Points) -> np.ndarray:
+    """True where ``image`` has a thin dark line (narrower than ``LINE_WIDTH`` of the face)."""
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+    return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element) >= LINE_DARKNESS)
+
+
+def dilated_lines(image: Frame, points: Points) -> Mask:
+    """``dark_lines`` as 0..1, grown by a pixel or two: a frame's soft edges with it."""
+    grow = max(3, int(face_size(points) * LINE_WIDTH / 2)) | 1
+    lines = dark_lines(image, points).astype(np.uint8)
+    return np.asarray(cv2.dilate(lines, np.ones((grow, grow), np.uint8)), dtype=np.float32)
+
+
+def bar_across_bridge(lines: np.ndarray, bridge: Mask, kept: Mask, points: Points) -> bool:
+    """Whether one row of the bridge (between the eyes), where it is wide, is a dark line nearly across
+    (the bridge's narrow tips touch the eyes' corners, where lashes are)."""
+    inside = (bridge > 0) & (kept == 0)
+    between = float(np.linalg.norm(points[BRIDGE_POINTS[0]] - points[BRIDGE_POINTS[1]]))
+    rows = np.flatnonzero(inside.sum(axis=1) >= max(3.0, BAR_WIDTH * between))
+    return any(lines[row][inside[row]].mean() >= BAR_COVER for row in rows)
+
+
+def rims_round_eyes(lines: np.ndarray, points: Points, kept: Mask) -> bool:
+    """Whether most rays out of each eye cross a dark line between the kept eye and the lens's edge."""
+    height, width = lines.shape
+    for corners in EYE_CORNERS:
+        centre, axis, eye_width = eye_frame(points, corners)
+        crossed = 0
+        for angle in np.linspace(0, 2 * np.pi, RAYS, endpoint=False):
+            direction = np.cos(angle) * axis + np.sin(angle) * np.array([-axis[1], axis[0]])
+            reach = np.hypot(LENS_AXES[0] * np.cos(angle), LENS_AXES[1] * np.sin(angle)) * eye_width * 1.1
+            steps = centre + np.outer(np.linspace(0, reach, max(2, int(reach))), direction)
+            xs, ys = np.round(steps[:, 0]).astype(int), np.round(steps[:, 1]).astype(int)
+            inside = (xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)
+            xs, ys = xs[inside], ys[inside]
+            crossed += bool((lines[ys, xs] & (kept[ys, xs] == 0)).any())
+        if crossed < RIM_COVER * RAYS:
+            return False
+    return True
+
+
+def wears_glasses(image: Frame, points: Points) -> bool:
+    """Whether the face in ``image`` (``points``: its mesh there) wears glasses: a bar across the bridge
+    of the nose and rims round both eyes."""
+    _, kept, bridge = glasses_zones(points, image.shape[:2])
+    lines = dark_lines(image, points)
+    return bar_across_bridge(lines, bridge, kept, points) and rims_round_eyes(lines, points, kept)
+
+
+def frames_over_brows(image: Frame, points: Points) -> Mask:
+    """1 where a frame crosses a brow: a thin dark line clearly darker than the brows' own colour."""
+    shape = image.shape[:2]
+    brows = (
+        region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    ) > 0
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+    if not brows.any():
+        return np.zeros(shape, dtype=np.float32)
+    darker = lightness < float(np.median(lightness[brows])) - BROW_MARGIN
+    return np.asarray(brows & darker & dark_lines(image, points), dtype=np.float32)
+
+
+def glasses_pixels(image: Frame, points: Points, skin: Mask) -> Mask:
+    """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, what is not its
+    skin (``skin``: 0..1 per pixel) or is a thin dark line, but not its eyes and brows; and frames where
+    they cross the brows. All 0 when it wears none."""
+    if not wears_glasses(image, points):
+        return np.zeros(image.shape[:2], dtype=np.float32)
+    zone, kept, _ = glasses_zones(points, image.shape[:2])
+    # a frame near the skin's colour (tortoiseshell, gold) is still a thin line darker than round it
+    frames = np.maximum(1.0 - skin, dilated_lines(image, points))
+    around = zone * (1.0 - kept) * frames
+    return np.asarray(np.maximum(around, frames_over_brows(image, points)), dtype=np.float32)
