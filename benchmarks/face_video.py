@@ -3,7 +3,9 @@
 The clip: 720p, 10 s at 30 fps, Grace Hopper's head drifting and growing (``tests/support/videos``), with
 the embedded default stack (HOG, dlib landmarks, mediapipe mesh, ``mesh_warp``). Printed: our wall time
 and fps against ``ffmpeg -i clip -c:v libx264 -preset veryfast`` (shortest of ``--repeat`` runs each,
-interleaved), and the embedded swapper's own time per face on one frame of the clip.
+interleaved), once per paste-back mask setting (box alone, then with occlusion, region, area: the whole
+pipeline's fps with each, against the box mask's), and the embedded swapper's own time per face on one
+frame of the clip.
 
 Run: ``.venv/bin/python benchmarks/face_video.py [--seconds 10] [--repeat 2]``.
 """
@@ -11,12 +13,14 @@ Run: ``.venv/bin/python benchmarks/face_video.py [--seconds 10] [--repeat 2]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
@@ -37,6 +41,8 @@ from facefusion_ui.state_manager import StateManager
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from tests.support import media, videos
 
+MASK_SETTINGS = (("box",), ("box", "occlusion"), ("box", "region"), ("box", "area"))
+"""The paste-back masks each run uses: the embedded fps with each, against the box mask alone."""
 SAME_AS_X264_DEFAULT = 55
 """output_video_quality 55 is CRF 23, what the plain transcode gets from x264 by default."""
 
@@ -85,27 +91,34 @@ def main() -> None:
         transcode = ["-c:v", "libx264", "-preset", "veryfast", "-y", str(work / "plain.mp4")]
         subprocess.run([ffmpeg, "-loglevel", "error", "-i", str(clip), *transcode], check=True)
 
-    summaries = []
+    summaries: dict[str, dict[str, object]] = {}
 
-    def ours() -> None:
+    def ours(masks: tuple[str, ...]) -> None:
         shutil.rmtree(work / "work", ignore_errors=True)
-        result = process(
-            SwapJob.of(settings, [face], clip, work / "ours.mp4"), RunContext(runtime=runtime, work_dir=work / "work")
-        )
-        summaries.append(result.stats)
+        job = SwapJob.of(settings.with_items(face_mask_types=masks), [face], clip, work / "ours.mp4")
+        summaries[" ".join(masks)] = process(job, RunContext(runtime=runtime, work_dir=work / "work")).stats
 
-    times: dict[str, list[float]] = {"plain": [], "ours": []}
+    contenders: dict[str, Callable[[], None]] = {"plain": plain}
+    for masks in MASK_SETTINGS:
+        contenders[" ".join(masks)] = functools.partial(ours, masks)
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(args.repeat):
-        for name, action in (("plain", plain), ("ours", ours)):
+        for name, action in contenders.items():
             start = time.perf_counter()
             action()
             times[name].append(time.perf_counter() - start)
-    base, swapped = min(times["plain"]), min(times["ours"])
-    stats = summaries[-1]
+    base = min(times.pop("plain"))
     print(f"clip: 1280x720, {frames} frames, one face in every frame; ffmpeg {ffmpeg}")
     print(f"  plain transcode            {base:5.1f} s")
-    ratio, rate = swapped / base, frames / swapped
-    print(f"  ours (swap every face)     {swapped:5.1f} s  {ratio:4.1f} x the transcode, {rate:5.1f} fps")
+    box_rate = frames / min(times["box"])
+    for name, runs in times.items():
+        swapped = min(runs)
+        ratio, rate = swapped / base, frames / swapped
+        print(
+            f"  ours, masks {name:<14} {swapped:5.1f} s  {ratio:4.1f} x the transcode, {rate:5.1f} fps"
+            f" ({rate / box_rate:.2f} x the box mask's fps)"
+        )
+    stats = summaries["box"]
     print(f"  faces swapped {stats['faces_swapped']}, face detection {stats['face_detection']}")
     milliseconds, width = swap_ms_per_face(runtime, clip)
     print(f"  embedded swapper alone: {milliseconds:.1f} ms per face ({width:.0f} px wide), median of 20")
