@@ -1,0 +1,145 @@
+"""Temporal smoothing of the target faces' meshes in a video: each face's mesh points go through a One
+Euro filter (``smoothing.py``) kept per face track, so a still face does not shimmer under sensor noise
+while a moving one follows without lag.
+
+A face continues a track when its box overlaps the box the track had in the frame just before (and the
+identity tracker, when it runs, gives it the same id). A cut (``cuts.py``), a frame that is not the next
+one (frames skipped without faces, another chunk), or a new face starts the filter again from the mesh
+as found. Points are filtered in face widths (the track's first box), so one set of parameters suits
+small and large faces. Only the tracks of the frame just before are kept, at most ``MAX_TRACKS`` (the
+largest faces; smaller ones beyond it go unsmoothed). The state goes into
+the video pipeline's saved state, so a resumed run smooths exactly as the interrupted one would have.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
+from facefusion_ui.faces.face import Face, FaceMesh, box_iou
+from facefusion_ui.faces.smoothing import OneEuroParameters, OneEuroState, one_euro_step
+from facefusion_ui.json_arrays import array_from_json, array_to_json
+from facefusion_ui.types import Frame, Points
+
+MESH_SMOOTHING = OneEuroParameters(min_cutoff=1.0, beta=20.0, d_cutoff=1.0)
+"""In face widths: a still face's points are low-passed at 1 Hz; one moving half a face width per
+second is let through at about 11 Hz (a lag under a hundredth of its width)."""
+MAX_TRACKS = 16
+MATCH_IOU = 0.3
+"""Box overlap with a track's box in the frame before for a face to continue it."""
+
+
+@dataclass(frozen=True)
+class MeshTrack:
+    filter: OneEuroState
+    scale: float
+    """Face width (pixels) when the track started: the points are filtered divided by it."""
+    bbox: Points
+    frame_index: int
+    identity: int | None
+    """The identity tracker's id of the face, when it runs."""
+
+
+class MeshSmoother:
+    """Smooths the meshes of each frame's faces; frames must come in order."""
+
+    def __init__(self, parameters: OneEuroParameters = MESH_SMOOTHING, limit: int = MAX_TRACKS) -> None:
+        self.parameters = parameters
+        self.limit = limit
+        self.tracks: OrderedDict[int, MeshTrack] = OrderedDict()
+        self.next_key = 0
+        self.frame_index: int | None = None
+        self.thumbnail: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.tracks.clear()
+        self.frame_index = None
+        self.thumbnail = None
+
+    def smooth(
+        self, frame: Frame, index: int, timestamp: float, faces: Sequence[Face], identities: Sequence[int | None]
+    ) -> list[Face]:
+        """``faces`` of frame ``index`` with their meshes smoothed (faces without a mesh as they are);
+        ``identities`` lines up with ``faces`` (None where not known)."""
+        thumbnail = cut_thumbnail(frame)
+        follows = self.frame_index == index - 1 and self.thumbnail is not None
+        if not follows or (self.thumbnail is not None and is_cut(self.thumbnail, thumbnail)):
+            self.tracks.clear()
+        self.frame_index, self.thumbnail = index, thumbnail
+        previous = dict(self.tracks)
+        self.tracks.clear()
+        smoothed = []
+        for face, identity in zip(faces, identities, strict=True):
+            if face.mesh is None:
+                smoothed.append(face)
+                continue
+            key = self.continued(face, identity, previous)
+            track = previous.pop(key, None) if key is not None else None
+            smoothed.append(self.filtered(face, face.mesh, identity, track, index, timestamp))
+        return smoothed
+
+    def continued(self, face: Face, identity: int | None, previous: dict[int, MeshTrack]) -> int | None:
+        """The key of the track (of the frame before) that ``face`` continues, if any."""
+        best, best_iou = None, MATCH_IOU
+        for key, track in previous.items():
+            if identity is not None and track.identity is not None and identity != track.identity:
+                continue
+            overlap = box_iou(track.bbox, face.bbox)
+            if overlap >= best_iou:
+                best, best_iou = key, overlap
+        return best
+
+    def filtered(
+        self, face: Face, mesh: FaceMesh, identity: int | None, track: MeshTrack | None, index: int, timestamp: float
+    ) -> Face:
+        scale = track.scale if track is not None else max(face.width, 1.0)
+        values, state = one_euro_step(
+            track.filter if track is not None else None, mesh.points / scale, timestamp, self.parameters
+        )
+        if len(self.tracks) < self.limit:
+            key = self.next_key
+            self.next_key += 1
+            self.tracks[key] = MeshTrack(state, scale, face.bbox.copy(), index, identity)
+        if track is None:  # a new track: the mesh as found (exactly, not divided and multiplied back)
+            return face
+        points = np.asarray(values * scale, dtype=np.float32)
+        return replace(face, mesh=FaceMesh(points, mesh.depth))
+
+    def to_json(self) -> dict[str, Any]:
+        tracks = [
+            {
+                "value": array_to_json(track.filter.value, np.float64),
+                "speed": array_to_json(track.filter.speed, np.float64),
+                "timestamp": track.filter.timestamp,
+                "scale": track.scale,
+                "bbox": array_to_json(track.bbox, np.float32),
+                "frame_index": track.frame_index,
+                "identity": track.identity,
+            }
+            for track in self.tracks.values()
+        ]
+        thumbnail = None if self.thumbnail is None else array_to_json(self.thumbnail, np.uint8)
+        return {"frame_index": self.frame_index, "thumbnail": thumbnail, "tracks": tracks}
+
+    def load_json(self, data: dict[str, Any]) -> None:
+        """Back to what ``to_json`` saved."""
+        self.reset()
+        self.frame_index = data.get("frame_index")
+        thumbnail = data.get("thumbnail")
+        self.thumbnail = None if thumbnail is None else array_from_json(thumbnail, np.uint8)
+        for entry in data.get("tracks", []):
+            state = OneEuroState(
+                array_from_json(entry["value"], np.float64),
+                array_from_json(entry["speed"], np.float64),
+                float(entry["timestamp"]),
+            )
+            bbox = array_from_json(entry["bbox"], np.float32)
+            identity = entry.get("identity")
+            track = MeshTrack(state, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
+            self.tracks[self.next_key] = track
+            self.next_key += 1
