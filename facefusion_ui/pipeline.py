@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
 from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.recognizer import RecognizerScale
@@ -321,15 +322,15 @@ class FramePipeline:
         time; ``faces`` with the same faces replaced."""
         assert self.meshes is not None
         ids = {id(face): track_id for face, track_id in zip(faces, track_ids, strict=False)}
-        meshed = [face if face.mesh is not None else self.with_mesh(frame, face) for face in selected]
         identities = [ids.get(id(face)) for face in selected]
-        smoothed = self.meshes.smooth(frame, index, timestamp, meshed, identities)
+        smoothed = self.meshes.smooth(
+            frame, index, timestamp, selected, identities, functools.partial(self.mesh_in_box, frame)
+        )
         replaced = {id(before): after for before, after in zip(selected, smoothed, strict=True)}
         return [replaced.get(id(face), face) for face in faces], smoothed
 
-    def with_mesh(self, frame: Frame, face: Face) -> Face:
-        mesh = self.analyser.mesh(frame, Detection(face.bbox, face.score, face.kps))
-        return dataclasses.replace(face, mesh=mesh) if mesh is not None else face
+    def mesh_in_box(self, frame: Frame, face: Face, box: Points) -> FaceMesh | None:
+        return self.analyser.mesh(frame, Detection(box, face.score, face.kps))
 
     def output_size(self, width: int, height: int) -> tuple[int, int]:
         """The size of the frames ``apply`` returns for frames of ``width`` x ``height`` (an upscaler)."""

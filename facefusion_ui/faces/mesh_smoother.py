@@ -14,7 +14,7 @@ the video pipeline's saved state, so a resumed run smooths exactly as the interr
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,20 +26,31 @@ from facefusion_ui.faces.smoothing import OneEuroParameters, OneEuroState, one_e
 from facefusion_ui.json_arrays import array_from_json, array_to_json
 from facefusion_ui.types import Frame, Points
 
-MESH_SMOOTHING = OneEuroParameters(min_cutoff=1.0, beta=20.0, d_cutoff=1.0)
-"""In face widths: a still face's points are low-passed at 1 Hz; one moving half a face width per
-second is let through at about 11 Hz (a lag under a hundredth of its width)."""
+MESH_SMOOTHING = OneEuroParameters(min_cutoff=0.15, beta=10.0, d_cutoff=1.0)
+"""In face widths: a still face's points are low-passed at 0.15 Hz (mediapipe's points shimmer by a
+few tenths of a pixel under sensor noise); on a face moving half its width per second the cutoff rises
+to about 5 Hz (a lag under 2 % of its width)."""
+BOX_SMOOTHING = OneEuroParameters(min_cutoff=0.1, beta=3.0, d_cutoff=1.0)
+"""The box only places the crop the mesh is found in (the mesh follows the face inside it): smoothed
+much more, a detector's box of a still face moving by a twentieth of its width from frame to frame."""
 MAX_TRACKS = 16
 MATCH_IOU = 0.3
 """Box overlap with a track's box in the frame before for a face to continue it."""
 
 
+MeshFinder = Callable[[Face, Points], FaceMesh | None]
+"""Finds the mesh of a face (of the frame being smoothed) in the crop around a box."""
+
+
 @dataclass(frozen=True)
 class MeshTrack:
-    filter: OneEuroState
+    points: OneEuroState
+    box: OneEuroState
+    """The face's box as two corners, filtered too: a mesh found here is found in the crop around it."""
     scale: float
-    """Face width (pixels) when the track started: the points are filtered divided by it."""
+    """Face width (pixels) when the track started: points and box are filtered divided by it."""
     bbox: Points
+    """The face's box as detected in the track's last frame (what the next frame's faces are matched with)."""
     frame_index: int
     identity: int | None
     """The identity tracker's id of the face, when it runs."""
@@ -48,8 +59,14 @@ class MeshTrack:
 class MeshSmoother:
     """Smooths the meshes of each frame's faces; frames must come in order."""
 
-    def __init__(self, parameters: OneEuroParameters = MESH_SMOOTHING, limit: int = MAX_TRACKS) -> None:
+    def __init__(
+        self,
+        parameters: OneEuroParameters = MESH_SMOOTHING,
+        box_parameters: OneEuroParameters = BOX_SMOOTHING,
+        limit: int = MAX_TRACKS,
+    ) -> None:
         self.parameters = parameters
+        self.box_parameters = box_parameters
         self.limit = limit
         self.tracks: OrderedDict[int, MeshTrack] = OrderedDict()
         self.next_key = 0
@@ -62,10 +79,18 @@ class MeshSmoother:
         self.thumbnail = None
 
     def smooth(
-        self, frame: Frame, index: int, timestamp: float, faces: Sequence[Face], identities: Sequence[int | None]
+        self,
+        frame: Frame,
+        index: int,
+        timestamp: float,
+        faces: Sequence[Face],
+        identities: Sequence[int | None],
+        mesh_of: MeshFinder | None = None,
     ) -> list[Face]:
-        """``faces`` of frame ``index`` with their meshes smoothed (faces without a mesh as they are);
-        ``identities`` lines up with ``faces`` (None where not known)."""
+        """``faces`` of frame ``index`` with their meshes smoothed; ``identities`` lines up with ``faces``
+        (None where not known). A face without a mesh gets one from ``mesh_of``, in the crop around its
+        filtered box (a detector's box of a still face moves by several pixels from frame to frame, and
+        the mesh found in the crop with it); without either it stays as it is."""
         thumbnail = cut_thumbnail(frame)
         follows = self.frame_index == index - 1 and self.thumbnail is not None
         if not follows or (self.thumbnail is not None and is_cut(self.thumbnail, thumbnail)):
@@ -75,12 +100,9 @@ class MeshSmoother:
         self.tracks.clear()
         smoothed = []
         for face, identity in zip(faces, identities, strict=True):
-            if face.mesh is None:
-                smoothed.append(face)
-                continue
             key = self.continued(face, identity, previous)
             track = previous.pop(key, None) if key is not None else None
-            smoothed.append(self.filtered(face, face.mesh, identity, track, index, timestamp))
+            smoothed.append(self.filtered(face, identity, track, index, timestamp, mesh_of))
         return smoothed
 
     def continued(self, face: Face, identity: int | None, previous: dict[int, MeshTrack]) -> int | None:
@@ -95,27 +117,38 @@ class MeshSmoother:
         return best
 
     def filtered(
-        self, face: Face, mesh: FaceMesh, identity: int | None, track: MeshTrack | None, index: int, timestamp: float
+        self,
+        face: Face,
+        identity: int | None,
+        track: MeshTrack | None,
+        index: int,
+        timestamp: float,
+        mesh_of: MeshFinder | None,
     ) -> Face:
         scale = track.scale if track is not None else max(face.width, 1.0)
-        values, state = one_euro_step(
-            track.filter if track is not None else None, mesh.points / scale, timestamp, self.parameters
+        corners, box = one_euro_step(
+            track.box if track is not None else None, face.bbox.reshape(2, 2) / scale, timestamp, self.box_parameters
+        )
+        mesh = face.mesh
+        if mesh is None and mesh_of is not None:
+            mesh = mesh_of(face, np.asarray(corners.reshape(4) * scale, dtype=np.float32))
+        if mesh is None:
+            return face
+        values, points = one_euro_step(
+            track.points if track is not None else None, mesh.points / scale, timestamp, self.parameters
         )
         if len(self.tracks) < self.limit:
-            key = self.next_key
+            self.tracks[self.next_key] = MeshTrack(points, box, scale, face.bbox.copy(), index, identity)
             self.next_key += 1
-            self.tracks[key] = MeshTrack(state, scale, face.bbox.copy(), index, identity)
         if track is None:  # a new track: the mesh as found (exactly, not divided and multiplied back)
-            return face
-        points = np.asarray(values * scale, dtype=np.float32)
-        return replace(face, mesh=FaceMesh(points, mesh.depth))
+            return replace(face, mesh=mesh)
+        return replace(face, mesh=FaceMesh(np.asarray(values * scale, dtype=np.float32), mesh.depth))
 
     def to_json(self) -> dict[str, Any]:
         tracks = [
             {
-                "value": array_to_json(track.filter.value, np.float64),
-                "speed": array_to_json(track.filter.speed, np.float64),
-                "timestamp": track.filter.timestamp,
+                "points": state_to_json(track.points),
+                "box": state_to_json(track.box),
                 "scale": track.scale,
                 "bbox": array_to_json(track.bbox, np.float32),
                 "frame_index": track.frame_index,
@@ -133,13 +166,23 @@ class MeshSmoother:
         thumbnail = data.get("thumbnail")
         self.thumbnail = None if thumbnail is None else array_from_json(thumbnail, np.uint8)
         for entry in data.get("tracks", []):
-            state = OneEuroState(
-                array_from_json(entry["value"], np.float64),
-                array_from_json(entry["speed"], np.float64),
-                float(entry["timestamp"]),
-            )
+            points, box = state_from_json(entry["points"]), state_from_json(entry["box"])
             bbox = array_from_json(entry["bbox"], np.float32)
             identity = entry.get("identity")
-            track = MeshTrack(state, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
+            track = MeshTrack(points, box, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
             self.tracks[self.next_key] = track
             self.next_key += 1
+
+
+def state_to_json(state: OneEuroState) -> dict[str, Any]:
+    return {
+        "value": array_to_json(state.value, np.float64),
+        "speed": array_to_json(state.speed, np.float64),
+        "timestamp": state.timestamp,
+    }
+
+
+def state_from_json(data: dict[str, Any]) -> OneEuroState:
+    return OneEuroState(
+        array_from_json(data["value"], np.float64), array_from_json(data["speed"], np.float64), float(data["timestamp"])
+    )
