@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -118,16 +118,14 @@ class Identity:
         )
         return max(found, key=lambda other: box_iou(other.bbox, face.bbox), default=None)
 
-    def run(self, which: str) -> tuple[list[bool], list[float], dict[str, list[bool]]]:
-        """Per swap: nearer the source or not, and the seam ratio against the target's (originals only)."""
+    def run(self, which: str, crops: Path | None) -> Results:
+        """Every source onto every face of every target variant."""
         named = {"astronaut": media.astronaut(), "hanks": media.read(media.tom_hanks_path())}
         named["grace"] = media.grace_hopper()
         sources = {name: self.faces(image)[0] for name, image in named.items()}
         warp = {name: WarpSource.of(named[name], face.mesh) for name, face in sources.items() if face.mesh}
         targets = {**named, "t1": media.t1()}
-        nearer: list[bool] = []
-        seams: list[float] = []
-        by_variant: dict[str, list[bool]] = {}
+        results = Results()
         for target_name, target_image in targets.items():
             for variant, image in variants(target_image, which):
                 for face in self.faces(image):
@@ -138,65 +136,100 @@ class Identity:
                             continue
                         result = mesh_warp_swap(image, face.mesh, source, self.settings.face_mask_blur)
                         swapped = self.embed_at(result.frame, face)
-                        if swapped is None:
-                            nearer.append(False)
-                            continue
-                        metric = "euclidean"
-                        to_source = face_distance(swapped, sources[source_name], metric)
-                        won = to_source < face_distance(swapped, face, metric)
-                        nearer.append(won)
-                        by_variant.setdefault(variant, []).append(won)
+                        won = swapped is not None and face_distance(
+                            swapped, sources[source_name], "euclidean"
+                        ) < face_distance(swapped, face, "euclidean")
+                        results.add(variant, target_name, won)
                         if variant == "original":
-                            seams.append(seam_ratio(result.frame, result.mask) / seam_ratio(image, result.mask))
-        return nearer, seams, by_variant
+                            results.seams.append(seam_ratio(result.frame, result.mask) / seam_ratio(image, result.mask))
+                            if crops is not None:
+                                results.crops.append(crop_pair(image, result.frame, face, won))
+        if crops is not None and results.crops:
+            cv2.imwrite(str(crops / "quality_identity.png"), montage(results.crops))
+        return results
 
 
-def identity_rows(swapper: Swapper, which: str) -> list[Row]:
-    nearer, seams, by_variant = Identity(swapper).run(which)
-    share = float(np.mean(nearer))
-    parts = ", ".join(f"{name} {100 * np.mean(wins):.0f}%" for name, wins in by_variant.items())
+@dataclass
+class Results:
+    nearer: list[bool] = field(default_factory=list)
+    by_variant: dict[str, list[bool]] = field(default_factory=dict)
+    by_target: dict[str, list[bool]] = field(default_factory=dict)
+    seams: list[float] = field(default_factory=list)
+    """Seam ratio over the target's own, per swap of an unaltered target."""
+    crops: list[Frame] = field(default_factory=list)
+
+    def add(self, variant: str, target: str, won: bool) -> None:
+        self.nearer.append(won)
+        self.by_variant.setdefault(variant, []).append(won)
+        self.by_target.setdefault(target, []).append(won)
+
+
+def crop_pair(before: Frame, after: Frame, face: Face, won: bool) -> Frame:
+    """The face before and after the swap side by side, 128 px high, a red bar under a lost one."""
+    x1, y1, x2, y2 = (int(value) for value in face.bbox)
+    margin = (x2 - x1) // 4
+    x1, y1 = max(x1 - margin, 0), max(y1 - margin, 0)
+    pair = np.hstack([before[y1 : y2 + margin, x1 : x2 + margin], after[y1 : y2 + margin, x1 : x2 + margin]])
+    pair = cv2.resize(pair, (256, 128))
+    if not won:
+        pair[-6:] = (0, 0, 255)
+    return np.asarray(pair, dtype=np.uint8)
+
+
+def montage(tiles: list[Frame], columns: int = 4) -> Frame:
+    blank = np.zeros_like(tiles[0])
+    rows = [tiles[start : start + columns] for start in range(0, len(tiles), columns)]
+    return np.vstack([np.hstack(row + [blank] * (columns - len(row))) for row in rows])
+
+
+def shares(groups: dict[str, list[bool]]) -> str:
+    return ", ".join(f"{name} {100 * np.mean(wins):.0f}%" for name, wins in groups.items())
+
+
+def identity_rows(swapper: Swapper, which: str, crops: Path | None) -> list[Row]:
+    results = Identity(swapper).run(which, crops)
+    share = float(np.mean(results.nearer))
+    count = len(results.nearer)
     rows = [
-        Row("identity", "box", f"{100 * share:.1f}% of {len(nearer)}", ">= 90%", verdict_at_least(share, 0.90)),
-        Row("  by target", "", parts, "", ""),
+        Row("identity", "box", f"{100 * share:.1f}% of {count}", ">= 90%", verdict_at_least(share, GOALS["identity"])),
+        Row("  by target change", "", shares(results.by_variant), "", ""),
+        Row("  by target photo", "", shares(results.by_target), "", ""),
     ]
-    finite = [value for value in seams if np.isfinite(value)]
+    finite = [value for value in results.seams if np.isfinite(value)]
     mean = float(np.mean(finite))
     value = f"{mean:.2f}x (worst {max(finite):.2f}x, {len(finite)} swaps)"
-    rows.append(Row("seam vs target", "box", value, "<= 1.2x", verdict_at_most(mean, GOALS["seam"])))
+    rows.append(Row("seam vs target, all sources", "box", value, "<= 1.2x", verdict_at_most(mean, GOALS["seam"])))
     return rows
 
 
 # occluders and seams per mask setting --------------------------------------------------------------------
-def occluder_rows(swapper: Swapper, runtime: ModelRuntime) -> list[Row]:
+def occluder_rows(swapper: Swapper, runtime: ModelRuntime, crops: Path | None) -> list[Row]:
     portrait = media.grace_hopper()
     face = swapper.face(portrait)
     assert face.mesh is not None
     face_area = changed(portrait, swapper.swap(portrait, face, MaskStage(Settings(), runtime)))
     mesh = face.mesh.points
     mouth = mesh[14] + (mesh[14] - mesh[168]) * 0.15
-    rows = []
+    rows, pictures = [], []
     for name, occluder in (("cup", occluders.cup()), ("coins", occluders.coins())):
         held, covered = occluders.held_over(portrait, occluder, mouth, face.width * 0.7)
         held_face = swapper.face(held)
         visible = face_area & ~covered
         for label, values in SETTINGS.items():
             stage = MaskStage(Settings().with_items(**values), runtime)
-            moved = changed(held, swapper.swap(held, held_face, stage))
+            output = swapper.swap(held, held_face, stage)
+            moved = changed(held, output)
             kept, swapped = 1.0 - float(moved[covered].mean()), float(moved[visible].mean())
-            occlusion = "occlusion" in values.get("face_mask_types", ())
-            goal = ">= 95%" if occlusion else "(no goal)"
-            verdict = verdict_at_least(kept, GOALS["occluder kept"]) if occlusion else ""
-            rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", goal, verdict))
-            if occlusion:
-                rows.append(
-                    Row(
-                        f"face swapped ({name})",
-                        label,
-                        f"{100 * swapped:.1f}%",
-                        ">= 90%",
-                        verdict_at_least(swapped, GOALS["face swapped"]),
-                    )
-                )
+            if "occlusion" not in values.get("face_mask_types", ()):
+                rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", "(no goal)", ""))
+                continue
+            kept_verdict = verdict_at_least(kept, GOALS["occluder kept"])
+            swapped_verdict = verdict_at_least(swapped, GOALS["face swapped"])
+            rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", ">= 95%", kept_verdict))
+            rows.append(Row(f"face swapped ({name})", label, f"{100 * swapped:.1f}%", ">= 90%", swapped_verdict))
+            pictures.append(crop_pair(held, output, held_face, True))
+    if crops is not None:
+        cv2.imwrite(str(crops / "quality_occluders.png"), montage(pictures, columns=1))
     return rows
 
 
@@ -263,7 +296,7 @@ def without_smoothing(action: Callable[[], list[Frame]]) -> list[Frame]:
         pipeline_module.smooths_meshes = kept
 
 
-def temporal_rows(swapper: Swapper, runtime: ModelRuntime, frames: int) -> list[Row]:
+def temporal_rows(swapper: Swapper, runtime: ModelRuntime, frames: int, crops: Path | None) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="ffui-swap-quality-") as name:
         folder = Path(name)
         clip = still_clip(folder, frames)
@@ -272,10 +305,10 @@ def temporal_rows(swapper: Swapper, runtime: ModelRuntime, frames: int) -> list[
         before = videos.decode_all(clip)
         smoothed = swap_clip(clip, face, folder, "smoothed", runtime)
         plain = without_smoothing(lambda: swap_clip(clip, face, folder, "plain", runtime))
-    mesh = swapper.face(before[0]).mesh
-    assert mesh is not None
+    target = swapper.face(before[0])
+    assert target.mesh is not None
     area = np.zeros(before[0].shape[:2], dtype=np.uint8)
-    cv2.fillConvexPoly(area, cv2.convexHull(mesh.points[list(FACE_OVAL)]).astype(np.int32), 1)
+    cv2.fillConvexPoly(area, cv2.convexHull(target.mesh.points[list(FACE_OVAL)]).astype(np.int32), 1)
     inside = area > 0
     change_in = frame_change(before, inside)
     goal = max(GOALS["temporal"] * change_in, STILL_ENOUGH)
@@ -285,6 +318,12 @@ def temporal_rows(swapper: Swapper, runtime: ModelRuntime, frames: int) -> list[
         value = f"{change:.2f} ({change / change_in:.2f}x input)"
         verdict = verdict_at_most(change, goal, " levels") if label == "with smoothing" else ""
         rows.append(Row("temporal: output change", label, value, f"<= {goal:.2f}", verdict))
+    if crops is not None:  # a frame of each, and the change to the next frame (x10)
+        pictures = [crop_pair(output[10], output[10], target, True)[:, :128] for output in (before, smoothed, plain)]
+        steps = [np.abs(o[10].astype(np.int16) - o[11].astype(np.int16)) * 10 for o in (before, smoothed, plain)]
+        steps = [step.clip(0, 255).astype(np.uint8) for step in steps]
+        changes = [crop_pair(step, step, target, True)[:, :128] for step in steps]
+        cv2.imwrite(str(crops / "quality_temporal.png"), np.vstack([np.hstack(pictures), np.hstack(changes)]))
     return rows
 
 
@@ -328,15 +367,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per mask setting (median)")
     parser.add_argument("--frames", type=int, default=60, help="frames of the still clip")
     parser.add_argument("--variants", choices=("all", "none"), default="all", help="altered copies of the targets")
+    parser.add_argument("--crops", type=Path, help="a folder to write pictures of the results into, to look at")
     args = parser.parse_args()
+    if args.crops is not None:
+        args.crops.mkdir(parents=True, exist_ok=True)
     runtime = ModelRuntime.create(Settings())
     swapper = Swapper(runtime)
     rows = [Row("measure", "masks", "value", "goal", "verdict")]
     for part in (
-        lambda: identity_rows(swapper, args.variants),
+        lambda: identity_rows(swapper, args.variants, args.crops),
         lambda: seam_rows(swapper, runtime),
-        lambda: occluder_rows(swapper, runtime),
-        lambda: temporal_rows(swapper, runtime, args.frames),
+        lambda: occluder_rows(swapper, runtime, args.crops),
+        lambda: temporal_rows(swapper, runtime, args.frames, args.crops),
         lambda: speed_rows(swapper, runtime, args.repeat),
     ):
         started = time.perf_counter()
