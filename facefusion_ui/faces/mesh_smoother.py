@@ -30,9 +30,6 @@ MESH_SMOOTHING = OneEuroParameters(min_cutoff=0.15, beta=10.0, d_cutoff=1.0)
 """In face widths: a still face's points are low-passed at 0.15 Hz (mediapipe's points shimmer by a
 few tenths of a pixel under sensor noise); on a face moving half its width per second the cutoff rises
 to about 5 Hz (a lag under 2 % of its width)."""
-BOX_SMOOTHING = OneEuroParameters(min_cutoff=0.1, beta=3.0, d_cutoff=1.0)
-"""The box only places the crop the mesh is found in (the mesh follows the face inside it): smoothed
-much more, a detector's box of a still face moving by a twentieth of its width from frame to frame."""
 MAX_TRACKS = 16
 MATCH_IOU = 0.3
 """Box overlap with a track's box in the frame before for a face to continue it."""
@@ -45,8 +42,10 @@ MeshFinder = Callable[[Face, Points], FaceMesh | None]
 @dataclass(frozen=True)
 class MeshTrack:
     points: OneEuroState
-    box: OneEuroState
-    """The face's box as two corners, filtered too: a mesh found here is found in the crop around it."""
+    anchor: Points
+    """Where the face's box lay relative to its mesh's bounding box when the track started (x1, y1, x2,
+    y2 in the mesh box's widths and heights): the next frame's mesh is found in the crop around the box
+    placed so on the smoothed mesh, as mediapipe's own tracking does."""
     scale: float
     """Face width (pixels) when the track started: points and box are filtered divided by it."""
     bbox: Points
@@ -59,14 +58,8 @@ class MeshTrack:
 class MeshSmoother:
     """Smooths the meshes of each frame's faces; frames must come in order."""
 
-    def __init__(
-        self,
-        parameters: OneEuroParameters = MESH_SMOOTHING,
-        box_parameters: OneEuroParameters = BOX_SMOOTHING,
-        limit: int = MAX_TRACKS,
-    ) -> None:
+    def __init__(self, parameters: OneEuroParameters = MESH_SMOOTHING, limit: int = MAX_TRACKS) -> None:
         self.parameters = parameters
-        self.box_parameters = box_parameters
         self.limit = limit
         self.tracks: OrderedDict[int, MeshTrack] = OrderedDict()
         self.next_key = 0
@@ -88,9 +81,10 @@ class MeshSmoother:
         mesh_of: MeshFinder | None = None,
     ) -> list[Face]:
         """``faces`` of frame ``index`` with their meshes smoothed; ``identities`` lines up with ``faces``
-        (None where not known). A face without a mesh gets one from ``mesh_of``, in the crop around its
-        filtered box (a detector's box of a still face moves by several pixels from frame to frame, and
-        the mesh found in the crop with it); without either it stays as it is."""
+        (None where not known). A face without a mesh gets one from ``mesh_of``: a face that continues a
+        track in the crop placed on the track's smoothed mesh (a detector's box of a still face moves by
+        a twentieth of its width from frame to frame, and the mesh found in its crop with it), a new one
+        in the crop around its box; without either it stays as it is."""
         thumbnail = cut_thumbnail(frame)
         follows = self.frame_index == index - 1 and self.thumbnail is not None
         if not follows or (self.thumbnail is not None and is_cut(self.thumbnail, thumbnail)):
@@ -126,19 +120,18 @@ class MeshSmoother:
         mesh_of: MeshFinder | None,
     ) -> Face:
         scale = track.scale if track is not None else max(face.width, 1.0)
-        corners, box = one_euro_step(
-            track.box if track is not None else None, face.bbox.reshape(2, 2) / scale, timestamp, self.box_parameters
-        )
         mesh = face.mesh
         if mesh is None and mesh_of is not None:
-            mesh = mesh_of(face, np.asarray(corners.reshape(4) * scale, dtype=np.float32))
+            box = face.bbox if track is None else placed_box(track.anchor, track.points.value * scale)
+            mesh = mesh_of(face, box)
         if mesh is None:
             return face
         values, points = one_euro_step(
             track.points if track is not None else None, mesh.points / scale, timestamp, self.parameters
         )
+        anchor = track.anchor if track is not None else anchor_of(face.bbox, mesh.points)
         if len(self.tracks) < self.limit:
-            self.tracks[self.next_key] = MeshTrack(points, box, scale, face.bbox.copy(), index, identity)
+            self.tracks[self.next_key] = MeshTrack(points, anchor, scale, face.bbox.copy(), index, identity)
             self.next_key += 1
         if track is None:  # a new track: the mesh as found (exactly, not divided and multiplied back)
             return replace(face, mesh=mesh)
@@ -148,7 +141,7 @@ class MeshSmoother:
         tracks = [
             {
                 "points": state_to_json(track.points),
-                "box": state_to_json(track.box),
+                "anchor": array_to_json(track.anchor, np.float64),
                 "scale": track.scale,
                 "bbox": array_to_json(track.bbox, np.float32),
                 "frame_index": track.frame_index,
@@ -166,10 +159,10 @@ class MeshSmoother:
         thumbnail = data.get("thumbnail")
         self.thumbnail = None if thumbnail is None else array_from_json(thumbnail, np.uint8)
         for entry in data.get("tracks", []):
-            points, box = state_from_json(entry["points"]), state_from_json(entry["box"])
+            points, anchor = state_from_json(entry["points"]), array_from_json(entry["anchor"], np.float64)
             bbox = array_from_json(entry["bbox"], np.float32)
             identity = entry.get("identity")
-            track = MeshTrack(points, box, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
+            track = MeshTrack(points, anchor, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
             self.tracks[self.next_key] = track
             self.next_key += 1
 
@@ -186,3 +179,21 @@ def state_from_json(data: dict[str, Any]) -> OneEuroState:
     return OneEuroState(
         array_from_json(data["value"], np.float64), array_from_json(data["speed"], np.float64), float(data["timestamp"])
     )
+
+
+def mesh_box(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The top-left corner and the size of the points' bounding box."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    return low, np.maximum(high - low, 1e-6)
+
+
+def anchor_of(bbox: Points, points: Points) -> Points:
+    low, size = mesh_box(np.asarray(points, dtype=np.float64))
+    corners = (np.asarray(bbox, dtype=np.float64).reshape(2, 2) - low) / size
+    return np.asarray(corners.reshape(4))
+
+
+def placed_box(anchor: Points, points: np.ndarray) -> Points:
+    """The box ``anchor`` places on the mesh ``points`` (frame pixels)."""
+    low, size = mesh_box(np.asarray(points, dtype=np.float64))
+    return np.asarray((anchor.reshape(2, 2) * size + low).reshape(4), dtype=np.float32)
