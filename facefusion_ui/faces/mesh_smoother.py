@@ -6,9 +6,12 @@ A face continues a track when its box overlaps the box the track had in the fram
 identity tracker, when it runs, gives it the same id). A cut (``cuts.py``), a frame that is not the next
 one (frames skipped without faces, another chunk), or a new face starts the filter again from the mesh
 as found. Points are filtered in face widths (the track's first box), so one set of parameters suits
-small and large faces. Only the tracks of the frame just before are kept, at most ``MAX_TRACKS`` (the
-largest faces; smaller ones beyond it go unsmoothed). The state goes into
-the video pipeline's saved state, so a resumed run smooths exactly as the interrupted one would have.
+small and large faces; a continuing face's mesh is searched in the crop placed on the track's smoothed
+mesh, not around the detector's box, which jumps by a twentieth of the face from frame to frame. Only
+the tracks of the frame just before are kept, at most ``MAX_TRACKS`` (the largest faces; smaller ones
+beyond it go unsmoothed). The state is saved with the video pipeline's state after each chunk (rather
+than reset at each chunk's start, a keyframe but not a cut, where a reset would make the face jump), so
+a resumed run smooths exactly as the interrupted one would have.
 """
 
 from __future__ import annotations
