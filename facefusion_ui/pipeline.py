@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +22,9 @@ from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
 from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.identity_cache import IdentityCache
+from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
@@ -48,15 +50,17 @@ class VideoState:
     schedule: ScheduleState
     identities: dict[str, Any] | None = None
     """``IdentityTracker.to_json()``; None when the identity cache is off (or nothing was saved)."""
+    meshes: dict[str, Any] | None = None
+    """``MeshSmoother.to_json()``; None when no mesh is smoothed (or nothing was saved)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"schedule": self.schedule.to_json(), "identities": self.identities}
+        return {"schedule": self.schedule.to_json(), "identities": self.identities, "meshes": self.meshes}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> VideoState:
         if "schedule" not in data:  # saved before identities were: the schedule's state alone
             return cls(ScheduleState.from_json(data))
-        return cls(ScheduleState.from_json(data["schedule"]), data.get("identities"))
+        return cls(ScheduleState.from_json(data["schedule"]), data.get("identities"), data.get("meshes"))
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,8 @@ class FramePipeline:
             self.identities = IdentityTracker(cache)
         if settings.face_selector_mode == "reference" and settings.reference_face_from == "source":
             self.reference = sources.mean_raw_embedding()
+        self.meshes: MeshSmoother | None = None
+        """Set by ``start_video`` when a processor draws with the faces' meshes (single images: never)."""
 
     @classmethod
     def build(
@@ -148,6 +154,8 @@ class FramePipeline:
         """Called before a video's first chunk that runs: the job starts at ``first_frame``; ``state`` is
         what the pipeline knew after the last finished chunk when a run resumes (None: nothing known)."""
         self.first_frame = first_frame
+        if smooths_meshes(self.settings):
+            self.meshes = MeshSmoother()
         self.restore_video_state(state or VideoState(ScheduleState()))
 
     def video_state(self) -> VideoState:
@@ -155,7 +163,8 @@ class FramePipeline:
         if self.followed is not None:
             followed = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in self.followed)
         identities = self.identities.to_json() if self.identities is not None else None
-        return VideoState(ScheduleState(followed, self.stretch, self.faceless.cells), identities)
+        meshes = self.meshes.to_json() if self.meshes is not None else None
+        return VideoState(ScheduleState(followed, self.stretch, self.faceless.cells), identities, meshes)
 
     def restore_video_state(self, state: VideoState) -> None:
         """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
@@ -173,6 +182,11 @@ class FramePipeline:
             else:
                 self.identities.cache.clear()
                 self.identities.reset()
+        if self.meshes is not None:
+            if state.meshes is not None:
+                self.meshes.load_json(state.meshes)
+            else:
+                self.meshes.reset()
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The schedule
@@ -289,9 +303,34 @@ class FramePipeline:
             else:
                 faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
         selected = select_faces(faces, self.settings, self.reference, self.scale)
+        if self.meshes is not None and selected:
+            faces, selected = self.smooth_meshes(frame, index, timestamp, faces, selected, track_ids)
         self.stats.frames += 1
         self.stats.faces_selected += len(selected)
         return FrameAnalysis(faces, selected, track_ids)
+
+    def smooth_meshes(
+        self,
+        frame: Frame,
+        index: int,
+        timestamp: float,
+        faces: list[Face],
+        selected: list[Face],
+        track_ids: tuple[int | None, ...],
+    ) -> tuple[list[Face], list[Face]]:
+        """The selected faces with their meshes (found here when the landmarker gave none) smoothed over
+        time; ``faces`` with the same faces replaced."""
+        assert self.meshes is not None
+        ids = {id(face): track_id for face, track_id in zip(faces, track_ids, strict=False)}
+        identities = [ids.get(id(face)) for face in selected]
+        smoothed = self.meshes.smooth(
+            frame, index, timestamp, selected, identities, functools.partial(self.mesh_in_box, frame)
+        )
+        replaced = {id(before): after for before, after in zip(selected, smoothed, strict=True)}
+        return [replaced.get(id(face), face) for face in faces], smoothed
+
+    def mesh_in_box(self, frame: Frame, face: Face, box: Points) -> FaceMesh | None:
+        return self.analyser.mesh(frame, Detection(box, face.score, face.kps))
 
     def output_size(self, width: int, height: int) -> tuple[int, int]:
         """The size of the frames ``apply`` returns for frames of ``width`` x ``height`` (an upscaler)."""
@@ -380,6 +419,11 @@ class FramePipeline:
             "models_used": self.models_used(),
             "masks": masks_summary(self.settings, self.processors),
         }
+
+
+def smooths_meshes(settings: Settings) -> bool:
+    """Whether a video's face meshes are smoothed over time: the embedded swapper draws with them."""
+    return "face_swapper" in settings.processors and settings.face_swapper_model == "mesh_warp"
 
 
 def _overlaps(a: Points, b: Points) -> bool:

@@ -18,7 +18,7 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; the
    source's glasses are not trusted unless kept (``source_glasses``);
 4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
-   two are blended with that weight, so nothing outside the face changes.
+   two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.mesh_pose import mesh_pose
+from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.source_glasses import glasses_pixels
 from facefusion_ui.types import Frame, Mask, Points
 
@@ -571,9 +572,7 @@ def mesh_warp_swap(
         weight = np.minimum(weight, face_mask(region))
     target_patch = frame[y1:y2, x1:x2]
     warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight)
-    alpha = weight[..., None]
-    blended = target_patch.astype(np.float32) * (1 - alpha) + warped.astype(np.float32) * alpha
     result = frame.copy()
-    result[y1:y2, x1:x2] = np.clip(blended + 0.5, 0, 255).astype(np.uint8)
+    result[y1:y2, x1:x2] = seam_blend.multiband_blend(target_patch, warped, weight)
     full_mask[y1:y2, x1:x2] = weight
     return WarpResult(result, full_mask)

@@ -1,0 +1,202 @@
+"""Temporal smoothing of the target faces' meshes in a video: each face's mesh points go through a One
+Euro filter (``smoothing.py``) kept per face track, so a still face does not shimmer under sensor noise
+while a moving one follows without lag.
+
+A face continues a track when its box overlaps the box the track had in the frame just before (and the
+identity tracker, when it runs, gives it the same id). A cut (``cuts.py``), a frame that is not the next
+one (frames skipped without faces, another chunk), or a new face starts the filter again from the mesh
+as found. Points are filtered in face widths (the track's first box), so one set of parameters suits
+small and large faces; a continuing face's mesh is searched in the crop placed on the track's smoothed
+mesh, not around the detector's box, which jumps by a twentieth of the face from frame to frame. Only
+the tracks of the frame just before are kept, at most ``MAX_TRACKS`` (the largest faces; smaller ones
+beyond it go unsmoothed). The state is saved with the video pipeline's state after each chunk (rather
+than reset at each chunk's start, a keyframe but not a cut, where a reset would make the face jump), so
+a resumed run smooths exactly as the interrupted one would have.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
+from facefusion_ui.faces.face import Face, FaceMesh, box_iou
+from facefusion_ui.faces.smoothing import OneEuroParameters, OneEuroState, one_euro_step
+from facefusion_ui.json_arrays import array_from_json, array_to_json
+from facefusion_ui.types import Frame, Points
+
+MESH_SMOOTHING = OneEuroParameters(min_cutoff=0.15, beta=10.0, d_cutoff=1.0)
+"""In face widths: a still face's points are low-passed at 0.15 Hz (mediapipe's points shimmer by a
+few tenths of a pixel under sensor noise); on a face moving half its width per second the cutoff rises
+to about 5 Hz (a lag under 2 % of its width)."""
+MAX_TRACKS = 16
+MATCH_IOU = 0.3
+"""Box overlap with a track's box in the frame before for a face to continue it."""
+
+
+MeshFinder = Callable[[Face, Points], FaceMesh | None]
+"""Finds the mesh of a face (of the frame being smoothed) in the crop around a box."""
+
+
+@dataclass(frozen=True)
+class MeshTrack:
+    points: OneEuroState
+    anchor: Points
+    """Where the face's box lay relative to its mesh's bounding box when the track started (x1, y1, x2,
+    y2 in the mesh box's widths and heights): the next frame's mesh is found in the crop around the box
+    placed so on the smoothed mesh, as mediapipe's own tracking does."""
+    scale: float
+    """Face width (pixels) when the track started: points and box are filtered divided by it."""
+    bbox: Points
+    """The face's box as detected in the track's last frame (what the next frame's faces are matched with)."""
+    frame_index: int
+    identity: int | None
+    """The identity tracker's id of the face, when it runs."""
+
+
+class MeshSmoother:
+    """Smooths the meshes of each frame's faces; frames must come in order."""
+
+    def __init__(self, parameters: OneEuroParameters = MESH_SMOOTHING, limit: int = MAX_TRACKS) -> None:
+        self.parameters = parameters
+        self.limit = limit
+        self.tracks: OrderedDict[int, MeshTrack] = OrderedDict()
+        self.next_key = 0
+        self.frame_index: int | None = None
+        self.thumbnail: np.ndarray | None = None
+
+    def reset(self) -> None:
+        self.tracks.clear()
+        self.frame_index = None
+        self.thumbnail = None
+
+    def smooth(
+        self,
+        frame: Frame,
+        index: int,
+        timestamp: float,
+        faces: Sequence[Face],
+        identities: Sequence[int | None],
+        mesh_of: MeshFinder | None = None,
+    ) -> list[Face]:
+        """``faces`` of frame ``index`` with their meshes smoothed; ``identities`` lines up with ``faces``
+        (None where not known). A face without a mesh gets one from ``mesh_of``: a face that continues a
+        track in the crop placed on the track's smoothed mesh (a detector's box of a still face moves by
+        a twentieth of its width from frame to frame, and the mesh found in its crop with it), a new one
+        in the crop around its box; without either it stays as it is."""
+        thumbnail = cut_thumbnail(frame)
+        follows = self.frame_index == index - 1 and self.thumbnail is not None
+        if not follows or (self.thumbnail is not None and is_cut(self.thumbnail, thumbnail)):
+            self.tracks.clear()
+        self.frame_index, self.thumbnail = index, thumbnail
+        previous = dict(self.tracks)
+        self.tracks.clear()
+        smoothed = []
+        for face, identity in zip(faces, identities, strict=True):
+            key = self.continued(face, identity, previous)
+            track = previous.pop(key, None) if key is not None else None
+            smoothed.append(self.filtered(face, identity, track, index, timestamp, mesh_of))
+        return smoothed
+
+    def continued(self, face: Face, identity: int | None, previous: dict[int, MeshTrack]) -> int | None:
+        """The key of the track (of the frame before) that ``face`` continues, if any."""
+        best, best_iou = None, MATCH_IOU
+        for key, track in previous.items():
+            if identity is not None and track.identity is not None and identity != track.identity:
+                continue
+            overlap = box_iou(track.bbox, face.bbox)
+            if overlap >= best_iou:
+                best, best_iou = key, overlap
+        return best
+
+    def filtered(
+        self,
+        face: Face,
+        identity: int | None,
+        track: MeshTrack | None,
+        index: int,
+        timestamp: float,
+        mesh_of: MeshFinder | None,
+    ) -> Face:
+        scale = track.scale if track is not None else max(face.width, 1.0)
+        mesh = face.mesh
+        if mesh is None and mesh_of is not None:
+            box = face.bbox if track is None else placed_box(track.anchor, track.points.value * scale)
+            mesh = mesh_of(face, box)
+        if mesh is None:
+            return face
+        values, points = one_euro_step(
+            track.points if track is not None else None, mesh.points / scale, timestamp, self.parameters
+        )
+        anchor = track.anchor if track is not None else anchor_of(face.bbox, mesh.points)
+        if len(self.tracks) < self.limit:
+            self.tracks[self.next_key] = MeshTrack(points, anchor, scale, face.bbox.copy(), index, identity)
+            self.next_key += 1
+        if track is None:  # a new track: the mesh as found (exactly, not divided and multiplied back)
+            return replace(face, mesh=mesh)
+        return replace(face, mesh=FaceMesh(np.asarray(values * scale, dtype=np.float32), mesh.depth))
+
+    def to_json(self) -> dict[str, Any]:
+        tracks = [
+            {
+                "points": state_to_json(track.points),
+                "anchor": array_to_json(track.anchor, np.float64),
+                "scale": track.scale,
+                "bbox": array_to_json(track.bbox, np.float32),
+                "frame_index": track.frame_index,
+                "identity": track.identity,
+            }
+            for track in self.tracks.values()
+        ]
+        thumbnail = None if self.thumbnail is None else array_to_json(self.thumbnail, np.uint8)
+        return {"frame_index": self.frame_index, "thumbnail": thumbnail, "tracks": tracks}
+
+    def load_json(self, data: dict[str, Any]) -> None:
+        """Back to what ``to_json`` saved."""
+        self.reset()
+        self.frame_index = data.get("frame_index")
+        thumbnail = data.get("thumbnail")
+        self.thumbnail = None if thumbnail is None else array_from_json(thumbnail, np.uint8)
+        for entry in data.get("tracks", []):
+            points, anchor = state_from_json(entry["points"]), array_from_json(entry["anchor"], np.float64)
+            bbox = array_from_json(entry["bbox"], np.float32)
+            identity = entry.get("identity")
+            track = MeshTrack(points, anchor, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
+            self.tracks[self.next_key] = track
+            self.next_key += 1
+
+
+def state_to_json(state: OneEuroState) -> dict[str, Any]:
+    return {
+        "value": array_to_json(state.value, np.float64),
+        "speed": array_to_json(state.speed, np.float64),
+        "timestamp": state.timestamp,
+    }
+
+
+def state_from_json(data: dict[str, Any]) -> OneEuroState:
+    return OneEuroState(
+        array_from_json(data["value"], np.float64), array_from_json(data["speed"], np.float64), float(data["timestamp"])
+    )
+
+
+def mesh_box(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The top-left corner and the size of the points' bounding box."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    return low, np.maximum(high - low, 1e-6)
+
+
+def anchor_of(bbox: Points, points: Points) -> Points:
+    low, size = mesh_box(np.asarray(points, dtype=np.float64))
+    corners = (np.asarray(bbox, dtype=np.float64).reshape(2, 2) - low) / size
+    return np.asarray(corners.reshape(4))
+
+
+def placed_box(anchor: Points, points: np.ndarray) -> Points:
+    """The box ``anchor`` places on the mesh ``points`` (frame pixels)."""
+    low, size = mesh_box(np.asarray(points, dtype=np.float64))
+    return np.asarray((anchor.reshape(2, 2) * size + low).reshape(4), dtype=np.float32)

@@ -1,0 +1,192 @@
+"""Temporal smoothing of the embedded swapper's meshes: the One Euro filter, cut detection, the
+per-track smoother, and a still clip under sensor noise swapped with and without it."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
+from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.face import Face, FaceMesh
+from facefusion_ui.faces.mesh_smoother import MeshSmoother
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import ScheduleState
+from facefusion_ui.faces.smoothing import OneEuroParameters, one_euro_step
+from facefusion_ui.pipeline import FramePipeline, VideoState, smooths_meshes
+from facefusion_ui.processors.mesh_warp import FACE_OVAL
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, Points
+from tests.support import media, videos
+
+FPS = 30.0
+PARAMETERS = OneEuroParameters(min_cutoff=1.0, beta=20.0, d_cutoff=1.0)
+
+
+def run_filter(signal: np.ndarray, parameters: OneEuroParameters = PARAMETERS) -> np.ndarray:
+    state = None
+    out = []
+    for index, value in enumerate(signal):
+        filtered, state = one_euro_step(state, value, index / FPS, parameters)
+        out.append(filtered)
+    return np.array(out)
+
+
+def noisy(image: Frame, seed: int, sigma: float = 3.0) -> Frame:
+    noise = np.random.default_rng(seed).normal(0, sigma, image.shape)
+    return np.asarray(np.clip(image + noise, 0, 255), dtype=np.uint8)
+
+
+def test_a_still_point_under_noise_varies_less() -> None:
+    rng = np.random.default_rng(1)
+    signal = 0.5 + rng.normal(0, 0.01, (90, 4, 2))
+    filtered = run_filter(signal)
+    assert np.abs(np.diff(filtered, axis=0)).mean() < 0.5 * np.abs(np.diff(signal, axis=0)).mean()
+    assert np.abs(filtered[30:] - 0.5).mean() < np.abs(signal[30:] - 0.5).mean()
+
+
+def test_a_step_converges() -> None:
+    signal = np.concatenate([np.zeros((10, 1, 2)), np.ones((50, 1, 2))])
+    filtered = run_filter(signal)
+    assert 0 < filtered[10, 0, 0] < 1
+    assert abs(filtered[-1, 0, 0] - 1.0) < 0.01
+    assert np.all(np.diff(filtered[:, 0, 0]) >= -1e-12)  # no overshoot back
+
+
+def test_a_moving_point_lags_less_with_beta() -> None:
+    ramp = (np.arange(60) / FPS * 0.5)[:, None, None] * np.ones((1, 1, 2))  # half a face width a second
+    slow = run_filter(ramp, OneEuroParameters(1.0, 0.0, 1.0))
+    quick = run_filter(ramp)
+    assert np.abs(quick[-1] - ramp[-1]).max() < 0.25 * np.abs(slow[-1] - ramp[-1]).max()
+
+
+def test_the_filter_starts_again_when_time_does_not_move_forward() -> None:
+    _, state = one_euro_step(None, np.zeros((2, 2)), 1.0, PARAMETERS)
+    again, _ = one_euro_step(state, np.ones((2, 2)), 1.0, PARAMETERS)
+    assert np.array_equal(again, np.ones((2, 2)))
+
+
+def resized(image: Frame, like: Frame) -> Frame:
+    return np.asarray(cv2.resize(image, (like.shape[1], like.shape[0])), dtype=np.uint8)
+
+
+def test_cuts_between_different_photos_not_under_noise() -> None:
+    grace = media.grace_hopper()
+    astronaut = resized(media.astronaut(), grace)
+    assert is_cut(cut_thumbnail(grace), cut_thumbnail(astronaut))
+    people = media.t1()
+    assert is_cut(cut_thumbnail(people), cut_thumbnail(resized(grace, people)))
+    assert not is_cut(cut_thumbnail(grace), cut_thumbnail(noisy(grace, 1, sigma=8.0)))
+    assert not is_cut(cut_thumbnail(noisy(grace, 2)), cut_thumbnail(noisy(grace, 3)))
+
+
+@pytest.fixture(scope="module")
+def analyser(shared_runtime: ModelRuntime) -> FaceAnalyser:
+    return FaceAnalyser(shared_runtime)
+
+
+def face_of(analyser: FaceAnalyser, image: Frame) -> Face:
+    return analyser.analyse(image, Settings(), embeddings=False, mesh=True)[0]
+
+
+def test_a_cut_restarts_from_the_new_face(analyser: FaceAnalyser) -> None:
+    grace = media.grace_hopper()
+    astronaut = resized(media.astronaut(), grace)
+    smoother = MeshSmoother()
+    first = face_of(analyser, grace)
+    smoother.smooth(grace, 0, 0.0, [first], [None])
+    moved = noisy(grace, 4)
+    second = face_of(analyser, moved)
+    [held] = smoother.smooth(moved, 1, 1 / FPS, [second], [None])
+    assert held.mesh is not None and second.mesh is not None
+    assert not np.array_equal(held.mesh.points, second.mesh.points), "a still face was not smoothed"
+    other = face_of(analyser, astronaut)
+    # the astronaut's box overlaps Grace Hopper's, but the shot changed: the filter starts again
+    assert smoother.tracks and len(smoother.tracks) == 1
+    [after_cut] = smoother.smooth(astronaut, 2, 2 / FPS, [other], [None])
+    assert after_cut.mesh is not None and other.mesh is not None
+    assert np.array_equal(after_cut.mesh.points, other.mesh.points)
+    # a frame that is not the next one starts again too
+    [after_gap] = smoother.smooth(moved, 9, 9 / FPS, [second], [None])
+    assert after_gap.mesh is not None and np.array_equal(after_gap.mesh.points, second.mesh.points)
+
+
+def test_the_saved_state_smooths_as_the_running_one(analyser: FaceAnalyser) -> None:
+    frames = [noisy(media.grace_hopper(), seed) for seed in range(4)]
+    faces = [face_of(analyser, frame) for frame in frames]
+    running = MeshSmoother()
+    for index in range(3):
+        running.smooth(frames[index], index, index / FPS, [faces[index]], [None])
+    resumed = MeshSmoother()
+    saved = VideoState.from_json(VideoState(ScheduleState(), None, running.to_json()).to_json())
+    assert saved.meshes is not None
+    resumed.load_json(saved.meshes)
+    [expected] = running.smooth(frames[3], 3, 3 / FPS, [faces[3]], [None])
+    [got] = resumed.smooth(frames[3], 3, 3 / FPS, [faces[3]], [None])
+    assert expected.mesh is not None and got.mesh is not None
+    assert np.array_equal(expected.mesh.points, got.mesh.points)
+
+
+def test_only_the_embedded_swapper_smooths() -> None:
+    assert smooths_meshes(Settings().with_items(processors=("face_swapper",), face_swapper_model="mesh_warp"))
+    assert not smooths_meshes(Settings().with_items(processors=("face_enhancer",)))
+
+
+def face_change(frames: list[Frame], area: np.ndarray) -> float:
+    """Mean absolute change from frame to frame inside ``area``."""
+    steps = [np.abs(a.astype(np.int16) - b.astype(np.int16))[area].mean() for a, b in itertools.pairwise(frames)]
+    return float(np.mean(steps))
+
+
+def test_a_still_clip_shimmers_less_with_smoothing(shared_runtime: ModelRuntime, tmp_path: Path) -> None:
+    """Twenty frames of one photo under sensor noise through the video pipeline (analysis in order, then
+    the embedded swapper): the swapped face moves less from frame to frame with its mesh smoothed. A
+    single image is never smoothed."""
+    source = tmp_path / "astronaut.png"
+    cv2.imwrite(str(source), media.astronaut())
+    frames = [noisy(media.grace_hopper(), seed) for seed in range(20)]
+    outputs: dict[bool, list[Frame]] = {}
+    for smoothing in (True, False):
+        pipeline = FramePipeline.build(Settings(), shared_runtime, [source])
+        assert pipeline.meshes is None
+        pipeline.start_video(0)
+        assert pipeline.meshes is not None
+        if not smoothing:
+            pipeline.meshes = None
+        outputs[smoothing] = []
+        for index, frame in enumerate(frames):
+            analysis = pipeline.analyse(frame, index, index / FPS)
+            outputs[smoothing].append(pipeline.apply(frame.copy(), analysis, index, index / FPS))
+    mesh = face_of(FaceAnalyser(shared_runtime), frames[0]).mesh
+    assert mesh is not None
+    area = np.zeros(frames[0].shape[:2], dtype=np.uint8)
+    cv2.fillConvexPoly(area, cv2.convexHull(mesh.points[list(FACE_OVAL)]).astype(np.int32), 1)
+    with_smoothing, without = face_change(outputs[True], area > 0), face_change(outputs[False], area > 0)
+    assert with_smoothing < 0.8 * without, (with_smoothing, without)
+
+
+def test_a_moving_face_does_not_lag(analyser: FaceAnalyser) -> None:
+    """Grace Hopper's head drifting right by about half its width a second, its mesh found by the
+    smoother in the crop placed on the track: the smoothed mesh stays within 2 % of the face's width of
+    the mesh found around each frame's detected box."""
+    make = videos.moving_face(640, 360, 40)
+    smoother = MeshSmoother()
+    offsets = []
+    for index in range(40):
+        frame = make(index)
+        face = analyser.analyse(frame, Settings(), embeddings=False)[0]
+        raw = analyser.mesh(frame, Detection(face.bbox, face.score, face.kps))
+
+        def mesh_in(found: Face, box: Points, frame: Frame = frame) -> FaceMesh | None:
+            return analyser.mesh(frame, Detection(box, found.score, found.kps))
+
+        [held] = smoother.smooth(frame, index, index / FPS, [face], [None], mesh_in)
+        assert raw is not None and held.mesh is not None
+        offsets.append(np.abs((held.mesh.points - raw.points).mean(axis=0)).max() / face.width)
+    assert max(offsets[10:]) < 0.02, max(offsets[10:])
+    assert len(smoother.tracks) == 1, "the moving face was not followed as one track"
