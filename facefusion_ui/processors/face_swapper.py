@@ -186,8 +186,11 @@ class FaceSwapper:
                 plain = face_mesh(frame, face.bbox, model)
         if plain is None or len(plain.points) >= IRIS_POINTS:
             return plain
+        # the crop placed on the plain mesh (smoothed over time in a video), not on the detector's box,
+        # which jumps on a still face: the irises found in it stay as still as the mesh
+        low, high = plain.points.min(axis=0), plain.points.max(axis=0)
         with self.runtime.using("mesh_warp") as model:
-            refined = face_mesh(frame, face.bbox, model)
+            refined = face_mesh(frame, np.concatenate([low, high]).astype(np.float32), model)
         return plain if refined is None else with_irises(plain, refined)
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:
