@@ -195,6 +195,19 @@ def test_cleaning_drops_specks_and_fills_an_object_ring() -> None:
     assert occluded[40, 40] < 0.05 and occluded[60, 150] < 0.05
 
 
+def test_cleaning_drops_the_faces_own_folds_even_where_they_touch_an_object() -> None:
+    oval = np.zeros((200, 200), dtype=np.float32)
+    cv2.circle(oval, (100, 100), 95, 1.0, -1)
+    candidates = np.zeros((200, 200), dtype=np.float32)
+    for x in (60, 85, 110, 135):  # a row of coins over the mouth
+        cv2.circle(candidates, (x, 150), 11, 1.0, -1)
+    cv2.line(candidates, (60, 140), (75, 80), 1.0, thickness=5)  # nasolabial folds, dark lines
+    cv2.line(candidates, (140, 140), (125, 80), 1.0, thickness=5)
+    occluded = clean(candidates, oval, size=190.0)
+    assert all(occluded[150, x] > 0.9 for x in (60, 85, 110, 135)), "the coins are kept"
+    assert occluded[105, 69] < 0.05 and occluded[105, 131] < 0.05, "the folds are face, not an occluder"
+
+
 def test_mask_settings_validate_and_padding_reads_like_css() -> None:
     assert SETTINGS.face_mask_types == ("box",)
     assert SETTINGS.face_mask_padding == (0, 0, 0, 0)

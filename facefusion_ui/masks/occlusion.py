@@ -6,7 +6,8 @@ Three sources, on a crop around the face, joined then cleaned:
 - anything else (a cup, a microphone, a shoulder), from the face's own appearance (``appearance``);
 - background inside the face's outline of a turned head, from mediapipe's selfie segmentation.
 Cleaning: an opening removes specks of skin texture, a closing fills the holes of an object, and only
-parts of a reasonable size are kept, so the mask does not flicker from frame to frame on pores and glints.
+parts of a reasonable size and thickness are kept (a deep fold is a long thin line, not an object), so
+the mask does not flicker from frame to frame on pores and glints.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ CLOSING = 0.05
 GROW = 0.02
 """Opening, closing and growing sizes of the cleaning, as shares of the face's size."""
 HOLE_LIMIT = 3.0
+THINNEST = 0.065
+"""The thinnest occluder kept, as a share of the face's size: thinner lines are the face's own folds."""
 SMALLEST_PART = 0.01
 """The smallest occluder kept, as a share of the face oval's area."""
 
@@ -125,6 +128,9 @@ def clean(candidates: Mask, oval: Mask, size: float) -> Mask:
     smallest = SMALLEST_PART * float(cv2.countNonZero(np.asarray(oval > 0, dtype=np.uint8)))
     kept_labels = np.flatnonzero(stats[:, cv2.CC_STAT_AREA] >= smallest)
     kept = filled(np.isin(labels, kept_labels[kept_labels > 0]).astype(np.uint8))
+    # once an object's holes are filled (a cup is solid now), what is thinner than THINNEST goes: the
+    # folds and wrinkles the skin model does not fit, even where they touch an object
+    kept = np.asarray(cv2.morphologyEx(kept, cv2.MORPH_OPEN, _disc(size * THINNEST)), dtype=np.uint8)
     grown = cv2.dilate(kept, _disc(size * GROW))
     feather = _odd(size * GROW)
     return np.asarray(cv2.GaussianBlur(grown.astype(np.float32), (feather, feather), 0), dtype=np.float32)
