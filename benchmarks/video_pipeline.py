@@ -21,8 +21,8 @@ pipeline with copying off. Each runs twice: with the embedded swapper, and with 
 same analysis, a processor that costs almost nothing), which tells the copy path's own cost from the
 swapper's. The frames outside the re-encoded GOPs are checked bit-exact (per-frame md5).
 
-Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3] [--copy-only]``. Prints
-wall times and ratios.
+Run: ``.venv/bin/python benchmarks/video_pipeline.py [--seconds 30] [--repeat 3] [--copy-only]
+[--copy-clips "no face" ...]``. Prints wall times and ratios.
 """
 
 from __future__ import annotations
@@ -183,14 +183,20 @@ def frame_md5s(path: Path) -> list[str]:
     return [line.split(",")[-1].strip() for line in listed.splitlines() if line and not line.startswith("#")]
 
 
-def copy_figures(work: Path, face: Path, seconds: int, fps: int, repeat: int) -> None:
+COPY_CLIPS = ("no face", "face a fifth of the time", "face all the time")
+
+
+def copy_figures(
+    work: Path, face: Path, seconds: int, fps: int, repeat: int, chosen: tuple[str, ...] = COPY_CLIPS
+) -> None:
     frames = seconds * fps
     scenery, head = videos.panning_scene(1280, 720, frames), videos.talking_head(1280, 720, frames)
 
     def fifth(index: int) -> np.ndarray:
         return head(index) if 2 * frames // 5 <= index < 3 * frames // 5 else scenery(index)
 
-    clips = {"no face": scenery, "face a fifth of the time": fifth, "face all the time": head}
+    makers = {"no face": scenery, "face a fifth of the time": fifth, "face all the time": head}
+    clips = {name: maker for name, maker in makers.items() if name in chosen}
     state = StateManager()
     apply_preset(state, "balanced")
     state.update({"face_detector_model": "mediapipe_blazeface", "output_video_quality": SAME_AS_X264_DEFAULT})
@@ -242,6 +248,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--copy-only", action="store_true", help="only the figures of copying untouched GOPs")
+    parser.add_argument(
+        "--copy-clips", nargs="+", choices=COPY_CLIPS, default=COPY_CLIPS, help="which clips the copy figures use"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ffui-bench-"))
     fps = 30
@@ -249,7 +258,7 @@ def main() -> None:
     face = work / "face.png"
     cv2.imwrite(str(face), media.astronaut())
     if args.copy_only:
-        copy_figures(work, face, args.seconds, fps, args.repeat)
+        copy_figures(work, face, args.seconds, fps, args.repeat, tuple(args.copy_clips))
         shutil.rmtree(work, ignore_errors=True)
         return
     scenes = {
