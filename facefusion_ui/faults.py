@@ -112,6 +112,17 @@ class ChunkHold:
         return held
 
 
+def injected_hold(text: str | None) -> ChunkHold | None:
+    """The hold in ``FACEFUSION_UI_INJECT_FAULT``'s value ``text`` for a queue worker (None when unset);
+    a frame fault there is a mistake."""
+    if not text:
+        return None
+    fault = parse_fault(text)
+    if not isinstance(fault, ChunkHold):
+        raise UsageError("a queue worker takes only hold:chunk=N,until=PATH in FACEFUSION_UI_INJECT_FAULT")
+    return fault
+
+
 def parse_fault(text: str) -> FaultInjection | ChunkHold:
     """``FACEFUSION_UI_INJECT_FAULT``'s value: a frame fault or a hold."""
     return ChunkHold.parse(text) if text.startswith("hold:") else FaultInjection.parse(text)

@@ -71,9 +71,10 @@ def face(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def start_worker(url: str, home: Path, *extra: str) -> subprocess.Popen[str]:
-    """A worker process; its output goes to a file (a pipe nobody reads would block it once full)."""
-    env = {**os.environ, "FACEFUSION_UI_HOME": str(home)}
+def start_worker(url: str, home: Path, *extra: str, hold: str = "") -> subprocess.Popen[str]:
+    """A worker process; its output goes to a file (a pipe nobody reads would block it once full);
+    ``hold``: a ``FACEFUSION_UI_INJECT_FAULT`` hold for it."""
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home), **({"FACEFUSION_UI_INJECT_FAULT": hold} if hold else {})}
     home.mkdir(parents=True, exist_ok=True)
     log = (home / f"worker-{time.monotonic_ns()}.log").open("w")
     return subprocess.Popen(
@@ -98,28 +99,31 @@ def test_two_workers_one_killed_every_job_completes_once(
 ) -> None:
     clips = [videos.write_video(tmp_path / f"clip{i}.mp4", videos.moving_face(240, 180, 50), 50) for i in range(6)]
     ids = [backend.add(make_payload([face], clip, tmp_path / f"out{i}.mp4", CHUNKED)) for i, clip in enumerate(clips)]
-    workers = [start_worker(redis_url, private_home) for _ in range(2)]
+    # each worker is held once, in the second chunk of the first job that gets there (its first chunk is
+    # finished): the kill lands at that known point, never raced
+    release = tmp_path / "release"
+    hold = f"hold:chunk=2,until={release}"
+    workers = [start_worker(redis_url, private_home, hold=hold) for _ in range(2)]
     try:
-        victim: list[str] = []
+        wait_until(release.with_name("release.held").exists, 240, "no job reached its second chunk")
 
-        def second_chunk_running() -> bool:
-            for job_id in ids:
-                work = job_folder(job_id) / "work"
-                manifest = work / "manifest.json"
-                in_second_chunk = (work / "part_segment_00001.mp4").exists() and manifest.exists()
-                if in_second_chunk and len(json.loads(manifest.read_text())["done"]) == 1:
-                    victim.append(job_id)
-                    return True
-            return False
+        def held_job() -> str | None:
+            for worker in RqWorker.all(connection=backend.connection):
+                job_id = worker.get_current_job_id()
+                manifest = job_folder(job_id) / "work" / "manifest.json" if job_id else None
+                if manifest is not None and manifest.exists() and len(json.loads(manifest.read_text())["done"]) == 1:
+                    return job_id
+            return None
 
-        wait_until(second_chunk_running, 240, "no job reached its second chunk")
+        wait_until(lambda: held_job() is not None, 60, "the held job is not listed as running")
+        victim = held_job()
+        assert victim is not None
         running = {w.get_current_job_id(): w.pid for w in RqWorker.all(connection=backend.connection)}
-        pid = running[victim[0]]
-        killed = next(worker for worker in workers if worker.pid == pid)
+        killed = next(worker for worker in workers if worker.pid == running[victim])
         killed.send_signal(signal.SIGKILL)
         killed.wait()
-        manifest = job_folder(victim[0]) / "work" / "manifest.json"
-        kept = len(json.loads(manifest.read_text())["done"])  # at least one: more if the kill landed later
+        release.touch()  # the other worker goes on (its own hold, if it fired, ends here)
+        kept = len(json.loads((job_folder(victim) / "work" / "manifest.json").read_text())["done"])
         wait_until(
             lambda: all(backend.get(job_id).status == "completed" for job_id in ids), 300, "not every job completed"
         )
@@ -130,8 +134,8 @@ def test_two_workers_one_killed_every_job_completes_once(
                 worker.wait(timeout=60)
     for job_id in ids:
         assert backend.log(job_id).count("completed:") == 1, backend.log(job_id)
-    resumed = backend.get(victim[0])
-    assert kept >= 1 and resumed.attempts == 2
+    resumed = backend.get(victim)
+    assert kept == 1 and resumed.attempts == 2
     assert resumed.result is not None and resumed.result["chunks_skipped"] == kept
     for index in range(6):
         assert len(videos.decode_all(tmp_path / f"out{index}.mp4")) == 50

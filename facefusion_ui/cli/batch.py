@@ -20,7 +20,7 @@ from tqdm import tqdm
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faults import ChunkHold, parse_fault
+from facefusion_ui.faults import injected_hold
 from facefusion_ui.jobs.backend import backend_for
 from facefusion_ui.jobs.outputs import claim_output, prepare_output_dir
 from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
@@ -242,16 +242,6 @@ class CtrlC:
             signal.signal(signal.SIGINT, previous)
 
 
-def injected_hold() -> ChunkHold | None:
-    text = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
-    if not text:
-        return None
-    fault = parse_fault(text)
-    if not isinstance(fault, ChunkHold):
-        raise UsageError("batch run takes only hold:chunk=N,until=PATH in FACEFUSION_UI_INJECT_FAULT")
-    return fault
-
-
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     store = JobStore()
     runtime = ModelRuntime.create(settings)
@@ -263,7 +253,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
         on_complete=args.on_complete,
         lease_s=args.lease_seconds,
         heartbeat_s=max(0.2, args.lease_seconds / 6),
-        hold=injected_hold(),
+        hold=injected_hold(os.environ.get("FACEFUSION_UI_INJECT_FAULT")),
     )
     display = WorkerDisplay(len(store.jobs(["queued", "running"])))
     worker = Worker(store, runtime, options, on_event=display.on_event, on_progress=display.on_progress)

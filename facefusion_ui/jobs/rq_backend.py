@@ -35,6 +35,7 @@ except ModuleNotFoundError as missing:  # the optional 'redis' extra is not inst
     ) from missing
 
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.outputs import OutputChooser
@@ -48,6 +49,8 @@ QUEUE_NAMES = ("facefusion_ui-high", "facefusion_ui-default", "facefusion_ui-low
 RETRY_WAITS_S = [5, 15, 45]
 KEEP_S = 7 * 24 * 3600
 current_runtime: contextvars.ContextVar[ModelRuntime] = contextvars.ContextVar("facefusion_ui_runtime")
+current_hold: contextvars.ContextVar[ChunkHold | None] = contextvars.ContextVar("facefusion_ui_hold", default=None)
+"""The worker's hold (tests, drills): it fires once per worker process, at its first job that gets there."""
 """The worker's warm models, visible to the job function it is running."""
 
 
@@ -86,7 +89,8 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
         return "cancelled" if job.get_meta(refresh=True).get("cancel_requested") else None
 
     runtime = current_runtime.get(None) or ModelRuntime.create(payload_parts(payload)[3])
-    run = execute_job(payload, folder, log, runtime, JobHooks(report, check, check_every_s=1.0))
+    hooks = JobHooks(report, check, check_every_s=1.0)
+    run = execute_job(payload, folder, log, runtime, hooks, hold=current_hold.get())
     return record(job, log, run)
 
 
@@ -115,6 +119,7 @@ class WarmWorker(SimpleWorker):
     """Runs jobs in this process (models stay loaded) and heartbeats while a job runs."""
 
     runtime: ModelRuntime | None = None
+    hold: ChunkHold | None = None
     lease_grace_s = 10
 
     def get_heartbeat_ttl(self, job: RqJob, working_time: float = 0.0) -> int:
@@ -134,6 +139,7 @@ class WarmWorker(SimpleWorker):
         heart = threading.Thread(target=beat, daemon=True)
         heart.start()
         token = current_runtime.set(self.runtime) if self.runtime is not None else None
+        hold_token = current_hold.set(self.hold)
         try:
             self.perform_job(job, queue, execution)
         finally:
@@ -141,11 +147,17 @@ class WarmWorker(SimpleWorker):
             heart.join()
             if token is not None:
                 current_runtime.reset(token)
+            current_hold.reset(hold_token)
         self.set_state("idle")
 
 
 def run_worker(
-    url: str, runtime: ModelRuntime, burst: bool = False, heartbeat_s: int = 5, maintenance_s: int = 10
+    url: str,
+    runtime: ModelRuntime,
+    burst: bool = False,
+    heartbeat_s: int = 5,
+    maintenance_s: int = 10,
+    hold: ChunkHold | None = None,
 ) -> None:
     """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped."""
     connection = Redis.from_url(url)
@@ -160,6 +172,7 @@ def run_worker(
         worker_ttl=maintenance_s + 20,
     )
     worker.runtime = runtime
+    worker.hold = hold
     worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
 
 

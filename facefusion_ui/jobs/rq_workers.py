@@ -9,6 +9,7 @@ import multiprocessing
 import os
 
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faults import injected_hold
 from facefusion_ui.process_environment import configure_process
 from facefusion_ui.state_manager import Settings
 
@@ -43,5 +44,6 @@ def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
     from facefusion_ui.jobs.rq_backend import run_worker
 
     settings = Settings.from_json(settings_json)
+    hold = injected_hold(os.environ.get("FACEFUSION_UI_INJECT_FAULT"))  # tests and drills: a known point
     print(f"worker on {url}: models load on first use and stay warm", flush=True)
-    run_worker(url, ModelRuntime.create(settings), burst=burst)
+    run_worker(url, ModelRuntime.create(settings), burst=burst, hold=hold)
