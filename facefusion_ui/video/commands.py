@@ -99,6 +99,12 @@ def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video
     ]
 
 
+def raw_frames_input(width: int, height: int, fps: Fraction, colour_tags: list[str]) -> list[str]:
+    """The input side of an encoder fed raw YUV frames on stdin, tagged with their colour matrix."""
+    size = ["-s", f"{width}x{height}", "-framerate", fraction_text(fps)]
+    return ["-f", "rawvideo", "-pix_fmt", RAW_PIXELS, *size, *colour_tags, "-i", "-"]
+
+
 def encode_args(
     ffmpeg: str,
     width: int,
@@ -116,23 +122,10 @@ def encode_args(
     players and by ffmpeg). The tags go on the input too: tagged only on the output, ffmpeg would convert
     every frame from the matrix it assumes for untagged input (slower, and shifted colours).
     ``video_filter``: applied before encoding (the output size's scale), '' for none."""
-    source = [
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        RAW_PIXELS,
-        "-s",
-        f"{width}x{height}",
-        "-framerate",
-        fraction_text(fps),
-        *colour_tags,
-    ]
     return [
         ffmpeg,
         *QUIET,
-        *source,
-        "-i",
-        "-",
+        *raw_frames_input(width, height, fps, colour_tags),
         "-an",
         *(["-vf", video_filter] if video_filter else []),
         "-c:v",
@@ -327,17 +320,7 @@ def splice_encode_args(
     return [
         ffmpeg,
         *QUIET,
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        RAW_PIXELS,
-        "-s",
-        f"{width}x{height}",
-        "-framerate",
-        fraction_text(fps),
-        *colour_tags,
-        "-i",
-        "-",
+        *raw_frames_input(width, height, fps, colour_tags),
         "-an",
         *codec_args,
         "-pix_fmt",
