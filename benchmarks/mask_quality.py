@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from facefusion_ui.process_environment import configure_process
@@ -92,24 +93,36 @@ def quality(swapper: Swapper, runtime: ModelRuntime) -> None:
             print(f"{name:<8} {label:<18} {100 * kept:>13.1f}% {100 * swapped:>12.1f}%")
 
 
-def speed(swapper: Swapper, runtime: ModelRuntime, repeat: int) -> None:
+def frame_720p() -> Frame:
+    """The portrait scaled into a 1280x720 frame (face about 250 px wide)."""
     portrait = media.grace_hopper()
     scale = 720 / portrait.shape[0] * 1.2
     scaled = cv2.resize(portrait, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
     frame = np.zeros((720, 1280, 3), dtype=np.uint8)
     top = (scaled.shape[0] - 720) // 2
     frame[:, 400 : 400 + scaled.shape[1]] = scaled[top : top + 720, : min(scaled.shape[1], 880)]
+    return frame
+
+
+def swap_ms(
+    swapper: Swapper, runtime: ModelRuntime, frame: Frame, face: Face, values: dict[str, Any], repeat: int
+) -> float:
+    """Median ms of one swap with the mask settings ``values`` (its models warmed first)."""
+    stage = MaskStage(Settings().with_items(**values), runtime)
+    swapper.swap(frame, face, stage)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        swapper.swap(frame, face, stage)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def speed(swapper: Swapper, runtime: ModelRuntime, repeat: int) -> None:
+    frame = frame_720p()
     face = swapper.face(frame)
-    timings = {}
-    for label, values in {"none": {"face_mask_types": ("box",)}, **SETTINGS}.items():
-        stage = MaskStage(Settings().with_items(**values), runtime)
-        swapper.swap(frame, face, stage)  # warm the models
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            swapper.swap(frame, face, stage)
-            times.append(time.perf_counter() - start)
-        timings[label] = 1000 * statistics.median(times)
+    settings = {"none": {"face_mask_types": ("box",)}, **SETTINGS}
+    timings = {label: swap_ms(swapper, runtime, frame, face, values, repeat) for label, values in settings.items()}
     print(f"\n720p frame, face {face.width:.0f} px wide: swap + masks, ms per face")
     base = timings.pop("none")
     for label, ms in timings.items():

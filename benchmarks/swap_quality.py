@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import statistics
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ configure_process()
 import cv2
 import numpy as np
 
-from benchmarks.mask_quality import SETTINGS, Swapper, changed
+from benchmarks.mask_quality import SETTINGS, Swapper, changed, frame_720p, swap_ms
 from facefusion_ui import pipeline as pipeline_module
 from facefusion_ui.core import process
 from facefusion_ui.faces.detection import Detection
@@ -328,29 +327,12 @@ def temporal_rows(swapper: Swapper, runtime: ModelRuntime, frames: int, crops: P
 
 
 # speed ---------------------------------------------------------------------------------------------------
-def frame_720p() -> Frame:
-    portrait = media.grace_hopper()
-    scale = 720 / portrait.shape[0] * 1.2
-    scaled = cv2.resize(portrait, None, fx=scale, fy=scale, interpolation=cv2.INTER_LINEAR)
-    frame = np.zeros((720, 1280, 3), dtype=np.uint8)
-    top = (scaled.shape[0] - 720) // 2
-    frame[:, 400 : 400 + scaled.shape[1]] = scaled[top : top + 720, : min(scaled.shape[1], 880)]
-    return frame
-
-
 def speed_rows(swapper: Swapper, runtime: ModelRuntime, repeat: int) -> list[Row]:
     frame = frame_720p()
     face = swapper.face(frame)
     rows = []
     for label, values in ALL_SETTINGS.items():
-        stage = MaskStage(Settings().with_items(**values), runtime)
-        swapper.swap(frame, face, stage)  # warm the models
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            swapper.swap(frame, face, stage)
-            times.append(time.perf_counter() - start)
-        milliseconds = 1000 * statistics.median(times)
+        milliseconds = swap_ms(swapper, runtime, frame, face, values, repeat)
         rows.append(Row(f"speed, face {face.width:.0f} px", label, f"{milliseconds:.1f} ms/face", "", ""))
     return rows
 
