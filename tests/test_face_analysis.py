@@ -11,12 +11,13 @@ import pytest
 
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection, fit_within, shrink_interpolation
+from facefusion_ui.faces.detector_blazeface import blazeface_boxes, detect_blazeface
 from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.landmarker import dlib_landmarks
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
-from tests.support import media
+from tests.support import media, videos
 
 SETTINGS = Settings()
 
@@ -170,6 +171,20 @@ def test_blazeface_detector_on_photos(shared_runtime: ModelRuntime) -> None:
     analyser = FaceAnalyser(shared_runtime)
     assert len(analyser.analyse(media.astronaut(), settings, embeddings=False)) == 1
     assert len(analyser.analyse(media.t1(), settings, embeddings=False)) >= 3
+
+
+def test_blazeface_drops_small_shapes_it_cannot_find_again_up_close(shared_runtime: ModelRuntime) -> None:
+    """A rocket's nose cone and a galaxy in the panning scene pass BlazeFace's first look at the whole
+    frame; searched again in a crop around them they are not faces, while every real face is found again."""
+    scene = videos.panning_scene(1280, 720, 900)
+    with shared_runtime.using("mediapipe_blazeface") as detector:
+        for index in (410, 560, 890):
+            frame, _ = fit_within(scene(index), 640)
+            assert blazeface_boxes(frame, detector, 0.5), f"frame {index}: the first look should see a shape"
+            assert detect_blazeface(frame, detector, 640, 0.5) == []
+        for photo in (media.t1(), media.astronaut(), media.grace_hopper()):
+            image, _ = fit_within(photo, 640)
+            assert len(detect_blazeface(image, detector, 640, 0.5)) == len(blazeface_boxes(image, detector, 0.5)) > 0
 
 
 def test_dlib_5_landmarker_keypoints_agree_with_68(shared_runtime: ModelRuntime) -> None:
