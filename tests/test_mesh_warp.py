@@ -21,6 +21,7 @@ from facefusion_ui.processors.mesh_warp import (
     openings_to_draw,
     render_maps,
     source_trust,
+    wide_blur,
 )
 from facefusion_ui.state_manager import Settings
 from tests.support import media
@@ -144,3 +145,15 @@ def test_a_face_cut_by_the_photo_edge_is_trusted_only_inside_the_photo(astronaut
     trust = source_trust(half, points)
     assert trust[:, 0].max() == 0.0 and trust[:, 1].max() < 0.5
     assert trust.max() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kernel", [31, 61, 135])
+def test_a_wide_blur_at_half_size_matches_the_full_size_blur(kernel: int) -> None:
+    oval = np.zeros((700, 600), dtype=np.float32)
+    cv2.ellipse(oval, (300, 350), (220, 300), 0, 0, 360, 1.0, -1)
+    full = cv2.GaussianBlur(oval, (kernel, kernel), 0)
+    wide = wide_blur(oval, kernel)
+    assert wide.shape == oval.shape and wide.dtype == np.float32
+    assert float(np.abs(wide - full).max()) < 0.02
+    # far from the outline it stays exactly what the mask is: nothing leaks out, the inside stays whole
+    assert float(wide[:10, :10].max()) == 0.0 and abs(float(wide[350, 300]) - 1.0) < 1e-5

