@@ -1,7 +1,8 @@
 """Untouched GOPs copied, not re-encoded: generated clips (H.264 in MP4 and MKV, HEVC, VP9) with a face
 only in the middle come out with the source's frame count and timestamps, no decode error, every frame
 outside the re-encoded GOPs bit-exact, the face frames swapped; a killed run resumes to the same bytes;
-Chromium plays past every boundary; a codec without a splicing encoder falls back and says why. Also
+Chromium plays past every boundary; a codec without a splicing encoder falls back and says why; a
+camera pan with face-like shapes and no face is copied whole. Also
 the pure parts: packet parsing, clean cuts, GOPs, chunks on keyframes, the command builders."""
 
 from __future__ import annotations
@@ -199,6 +200,23 @@ def test_gops_whose_frames_no_processor_changed_are_copied(
     stats = process(job, RunContext(runtime=shared_runtime, work_dir=tmp_path / "work", registry=registry)).stats
     assert LeavesFacesAlone.calls == FACE[1] - FACE[0]  # it was asked about every face frame
     assert stats["copy"] == {"gops_copied": 6, "gops_encoded": 0, "frames_copied": FRAMES, "fallback_reason": None}
+    assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
+
+
+def test_a_camera_pan_without_faces_is_copied_whole_with_blazeface(
+    face: Path, shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """The benchmark's panning shot past a rocket's nose cone and a galaxy, which BlazeFace alone takes for
+    faces: confirmed in a crop, they are not, so no GOP is re-encoded and no frame drawn on."""
+    scene = videos.panning_scene(1280, 720, 900)
+    frames = 200
+    raw = videos.write_video(tmp_path / "pan.raw.mkv", lambda index: scene(370 + index), frames)
+    clip = tmp_path / "pan.mp4"
+    command = [ffmpeg(), "-hide_banner", "-loglevel", "error", "-i", str(raw), *ENCODERS["libx264"]]
+    subprocess.run([*command, "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
+    stats = run(face, clip, tmp_path / "out.mp4", shared_runtime, face_detector_model="mediapipe_blazeface")
+    assert stats["faces_detected"] == 0 and stats["faces_swapped"] == 0
+    assert stats["copy"] == {"gops_copied": 8, "gops_encoded": 0, "frames_copied": frames, "fallback_reason": None}
     assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
 
 
