@@ -17,6 +17,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,25 +74,45 @@ def changed(before: Frame, after: Frame) -> np.ndarray:
     return np.asarray(np.abs(before.astype(np.int16) - after.astype(np.int16)).max(axis=2) > UNCHANGED)
 
 
-def quality(swapper: Swapper, runtime: ModelRuntime) -> None:
+@dataclass(frozen=True)
+class OccluderSwap:
+    """One swap of the portrait with an occluder held over its mouth, under one mask setting."""
+
+    occluder: str
+    label: str
+    values: dict[str, Any]
+    held: Frame
+    held_face: Face
+    output: Frame
+    kept: float
+    """Share of the occluder's pixels left as they were."""
+    swapped: float
+    """Share of the visible face's pixels the swap changed."""
+
+
+def occluder_swaps(swapper: Swapper, runtime: ModelRuntime) -> Iterator[OccluderSwap]:
+    """The cup and the coins held over Grace Hopper's mouth, swapped under each of ``SETTINGS``."""
     portrait = media.grace_hopper()
     face = swapper.face(portrait)
     assert face.mesh is not None
-    plain = MaskStage(Settings(), runtime)
-    face_area = changed(portrait, swapper.swap(portrait, face, plain))
+    face_area = changed(portrait, swapper.swap(portrait, face, MaskStage(Settings(), runtime)))
     mesh = face.mesh.points
     mouth = mesh[14] + (mesh[14] - mesh[168]) * 0.15
-    print(f"{'occluder':<8} {'masks':<18} {'occluder kept':>14} {'face swapped':>13}")
     for name, occluder in (("cup", occluders.cup()), ("coins", occluders.coins())):
         held, covered = occluders.held_over(portrait, occluder, mouth, face.width * 0.7)
         held_face = swapper.face(held)
         visible = face_area & ~covered
         for label, values in SETTINGS.items():
-            stage = MaskStage(Settings().with_items(**values), runtime)
-            moved = changed(held, swapper.swap(held, held_face, stage))
-            kept = 1.0 - moved[covered].mean()
-            swapped = moved[visible].mean()
-            print(f"{name:<8} {label:<18} {100 * kept:>13.1f}% {100 * swapped:>12.1f}%")
+            output = swapper.swap(held, held_face, MaskStage(Settings().with_items(**values), runtime))
+            moved = changed(held, output)
+            kept, swapped = 1.0 - float(moved[covered].mean()), float(moved[visible].mean())
+            yield OccluderSwap(name, label, values, held, held_face, output, kept, swapped)
+
+
+def quality(swapper: Swapper, runtime: ModelRuntime) -> None:
+    print(f"{'occluder':<8} {'masks':<18} {'occluder kept':>14} {'face swapped':>13}")
+    for swap in occluder_swaps(swapper, runtime):
+        print(f"{swap.occluder:<8} {swap.label:<18} {100 * swap.kept:>13.1f}% {100 * swap.swapped:>12.1f}%")
 
 
 def frame_720p() -> Frame:

@@ -40,7 +40,7 @@ configure_process()
 import cv2
 import numpy as np
 
-from benchmarks.mask_quality import SETTINGS, Swapper, changed, frame_720p, swap_ms
+from benchmarks.mask_quality import SETTINGS, Swapper, frame_720p, occluder_swaps, swap_ms
 from facefusion_ui import pipeline as pipeline_module
 from facefusion_ui.core import process
 from facefusion_ui.faces.detection import Detection
@@ -53,7 +53,7 @@ from facefusion_ui.processors.seam_blend import seam_ratio
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg, run_tool, stderr_tail
-from tests.support import media, occluders, videos
+from tests.support import media, videos
 
 GOALS = {"identity": 0.90, "occluder kept": 0.95, "face swapped": 0.90, "seam": 1.2, "temporal": 1.2}
 STILL_ENOUGH = 0.5
@@ -203,30 +203,17 @@ def identity_rows(swapper: Swapper, which: str, crops: Path | None) -> list[Row]
 
 # occluders and seams per mask setting --------------------------------------------------------------------
 def occluder_rows(swapper: Swapper, runtime: ModelRuntime, crops: Path | None) -> list[Row]:
-    portrait = media.grace_hopper()
-    face = swapper.face(portrait)
-    assert face.mesh is not None
-    face_area = changed(portrait, swapper.swap(portrait, face, MaskStage(Settings(), runtime)))
-    mesh = face.mesh.points
-    mouth = mesh[14] + (mesh[14] - mesh[168]) * 0.15
     rows, pictures = [], []
-    for name, occluder in (("cup", occluders.cup()), ("coins", occluders.coins())):
-        held, covered = occluders.held_over(portrait, occluder, mouth, face.width * 0.7)
-        held_face = swapper.face(held)
-        visible = face_area & ~covered
-        for label, values in SETTINGS.items():
-            stage = MaskStage(Settings().with_items(**values), runtime)
-            output = swapper.swap(held, held_face, stage)
-            moved = changed(held, output)
-            kept, swapped = 1.0 - float(moved[covered].mean()), float(moved[visible].mean())
-            if "occlusion" not in values.get("face_mask_types", ()):
-                rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", "(no goal)", ""))
-                continue
-            kept_verdict = verdict_at_least(kept, GOALS["occluder kept"])
-            swapped_verdict = verdict_at_least(swapped, GOALS["face swapped"])
-            rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", ">= 95%", kept_verdict))
-            rows.append(Row(f"face swapped ({name})", label, f"{100 * swapped:.1f}%", ">= 90%", swapped_verdict))
-            pictures.append(crop_pair(held, output, held_face, True))
+    for swap in occluder_swaps(swapper, runtime):
+        name, label, kept, swapped = swap.occluder, swap.label, swap.kept, swap.swapped
+        if "occlusion" not in swap.values.get("face_mask_types", ()):
+            rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", "(no goal)", ""))
+            continue
+        kept_verdict = verdict_at_least(kept, GOALS["occluder kept"])
+        swapped_verdict = verdict_at_least(swapped, GOALS["face swapped"])
+        rows.append(Row(f"occluder kept ({name})", label, f"{100 * kept:.1f}%", ">= 95%", kept_verdict))
+        rows.append(Row(f"face swapped ({name})", label, f"{100 * swapped:.1f}%", ">= 90%", swapped_verdict))
+        pictures.append(crop_pair(swap.held, swap.output, swap.held_face, True))
     if crops is not None:
         cv2.imwrite(str(crops / "quality_occluders.png"), montage(pictures, columns=1))
     return rows
