@@ -31,14 +31,15 @@ def detect_blazeface(frame: Frame, detector: Any, max_side: int, score_threshold
 
     Boxes are enlarged to the proportions of dlib's, which the 68-point landmarker is trained on."""
     small, scale = fit_within(frame, max_side)
+    height, width = small.shape[:2]
+    confirm_below = CONFIRM_BELOW * max(height, width)
     found = []
     for box, score in blazeface_boxes(small, detector, score_threshold):
-        if _needs_confirming(box, small) and not _confirmed(small, box, detector, score_threshold):
+        if _crop_side(box) < confirm_below and not _confirmed(small, box, detector, score_threshold):
             continue
         x1, y1, x2, y2 = box
         # BlazeFace boxes start at the eyebrows; dlib's reach the forehead: move the top up a little.
         y1 -= 0.05 * (y2 - y1)
-        height, width = small.shape[:2]
         bbox = np.array([max(x1, 0), max(y1, 0), min(x2, width), min(y2, height)], dtype=np.float32) / scale
         found.append(Detection(bbox=bbox, score=score))
     return found
@@ -59,18 +60,18 @@ def blazeface_boxes(image: Frame, detector: Any, score_threshold: float) -> list
     return boxes
 
 
+def _crop_side(box: Box) -> float:
+    """The side of the square a face in ``box`` is confirmed in."""
+    return CONFIRM_CROP * max(box[2] - box[0], box[3] - box[1])
+
+
 def _crop_around(box: Box, image: Frame) -> tuple[int, int, int, int]:
-    """The square of ``CONFIRM_CROP`` box sizes centred on ``box``, clipped to ``image``."""
+    """The square of ``_crop_side`` centred on ``box``, clipped to ``image``."""
     height, width = image.shape[:2]
-    side = CONFIRM_CROP * max(box[2] - box[0], box[3] - box[1])
+    side = _crop_side(box)
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     x0, y0 = max(0, int(cx - side / 2)), max(0, int(cy - side / 2))
     return x0, y0, min(width, int(cx + side / 2)), min(height, int(cy + side / 2))
-
-
-def _needs_confirming(box: Box, image: Frame) -> bool:
-    side = CONFIRM_CROP * max(box[2] - box[0], box[3] - box[1])
-    return bool(side < CONFIRM_BELOW * max(image.shape[:2]))
 
 
 def _confirmed(image: Frame, box: Box, detector: Any, score_threshold: float) -> bool:
