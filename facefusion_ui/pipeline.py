@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,6 +120,8 @@ class FramePipeline:
             self.reference = sources.mean_raw_embedding()
         self.meshes: MeshSmoother | None = None
         """Set by ``start_video`` when a processor draws with the faces' meshes (single images: never)."""
+        self.reads_68 = not set(settings.processors) <= WITHOUT_68_LANDMARKS
+        """Whether a processor may read the 68 landmarks (faces followed by their meshes then get them too)."""
 
     @classmethod
     def build(
@@ -268,11 +269,14 @@ class FramePipeline:
             self.followed = []
             return NO_FACES
         frame = image.bgr()
+        known: list[Face] = []
         if around is None:
             detections = self.detect_whole(self.analyser.search_view(image, self.settings))
         else:
-            detections = self.analyser.detect_around(frame, around, self.settings)
-        result = self.analyse(frame, index, timestamp, detections)
+            known, rest = self.follow_meshes(frame, index, around)
+            self.schedule.faces_followed_by_mesh += len(known)
+            detections = self.analyser.detect_around(frame, rest, self.settings) if rest else []
+        result = self.analyse(frame, index, timestamp, detections, known)
         if around is not None:
             # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
             found = [face.bbox for face in result.faces]
@@ -280,12 +284,34 @@ class FramePipeline:
             self.followed = found + missed
         return result
 
+    def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
+        """The faces of ``boxes`` (followed from the frame before) whose smoothed mesh goes on into this
+        frame, read from their meshes alone (no detection); and the boxes left to search round."""
+        if self.meshes is None:
+            return [], boxes
+        known: list[Face] = []
+        rest: list[Points] = []
+        for box, track in zip(boxes, self.meshes.followed_tracks(frame, index, boxes), strict=True):
+            mesh = None if track is None else self.analyser.mesh_at(frame, track.smoothed_points())
+            if track is None or mesh is None:
+                rest.append(box)
+                continue
+            bbox = track.placed_box(mesh.points)
+            known.append(self.analyser.face_of_mesh(frame, mesh, bbox, track.score, self.settings, self.reads_68))
+        return known, rest
+
     def analyse(
-        self, frame: Frame, index: int = 0, timestamp: float = 0.0, detections: list[Detection] | None = None
+        self,
+        frame: Frame,
+        index: int = 0,
+        timestamp: float = 0.0,
+        detections: list[Detection] | None = None,
+        known: Sequence[Face] = (),
     ) -> FrameAnalysis:
         """Faces of ``frame`` and the ones to process. Call in frame order (tracking state).
-        ``detections``: the boxes when already found (else a full-frame detection runs)."""
-        faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections)
+        ``detections``: the boxes when already found (else a full-frame detection runs); ``known``:
+        faces followed by their meshes (``follow_meshes``)."""
+        faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections, known=known)
         self.followed = [face.bbox for face in faces]
         track_ids: tuple[int | None, ...] = ()
         if self.needs_embeddings and faces:
@@ -323,14 +349,9 @@ class FramePipeline:
         assert self.meshes is not None
         ids = {id(face): track_id for face, track_id in zip(faces, track_ids, strict=False)}
         identities = [ids.get(id(face)) for face in selected]
-        smoothed = self.meshes.smooth(
-            frame, index, timestamp, selected, identities, functools.partial(self.mesh_in_box, frame)
-        )
+        smoothed = self.meshes.smooth(frame, index, timestamp, selected, identities, FrameMeshes(self.analyser, frame))
         replaced = {id(before): after for before, after in zip(selected, smoothed, strict=True)}
         return [replaced.get(id(face), face) for face in faces], smoothed
-
-    def mesh_in_box(self, frame: Frame, face: Face, box: Points) -> FaceMesh | None:
-        return self.analyser.mesh(frame, Detection(box, face.score, face.kps))
 
     def output_size(self, width: int, height: int) -> tuple[int, int]:
         """The size of the frames ``apply`` returns for frames of ``width`` x ``height`` (an upscaler)."""
@@ -419,6 +440,25 @@ class FramePipeline:
             "models_used": self.models_used(),
             "masks": masks_summary(self.settings, self.processors),
         }
+
+
+WITHOUT_68_LANDMARKS = frozenset({"face_swapper", "face_enhancer", "frame_enhancer"})
+"""Built-in processors that never read a face's 68 landmarks (the debugger draws them, the lip syncer
+crops the mouth with them, a plugin may read them)."""
+
+
+@dataclass(frozen=True)
+class FrameMeshes:
+    """Where the mesh smoother finds the meshes of one frame's faces (``MeshFinder``)."""
+
+    analyser: FaceAnalyser
+    frame: Frame
+
+    def find(self, face: Face) -> FaceMesh | None:
+        return self.analyser.mesh(self.frame, Detection(face.bbox, face.score, face.kps))
+
+    def follow(self, points: Points) -> FaceMesh | None:
+        return self.analyser.mesh_at(self.frame, points)
 
 
 def smooths_meshes(settings: Settings) -> bool:

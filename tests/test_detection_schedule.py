@@ -142,7 +142,15 @@ def test_frames_without_faces_pass_through_bit_for_bit(
     # the first frame is detected in full (nothing known yet), then each group's last frame is probed:
     # nothing there nor before, so the group is skipped, and the next one is twice as long (up to 4x):
     # frames 1-5, 6-15, 16-19. Only the moving dot changed since the first frame: the probes search there.
-    assert detection == {"interval": 5, "full": 1, "areas": 3, "unchanged": 0, "tracked": 0, "skipped": 4 + 9 + 3}
+    assert detection == {
+        "interval": 5,
+        "full": 1,
+        "areas": 3,
+        "unchanged": 0,
+        "tracked": 0,
+        "skipped": 4 + 9 + 3,
+        "followed_by_mesh": 0,
+    }
     assert summary["frames_converted"] == 0 and summary["faces_detected"] == 0
     assert np.array_equal(raw_frames(output), raw_frames(clips["blank"]))  # lossless output: identical
 
@@ -166,7 +174,8 @@ def test_a_followed_face_is_searched_around_its_last_place(
     each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
     # groups 0-4, 5-14, 15-19: each group that only followed the same face doubles the next one (up to
-    # the grid of 20); the first frame and each group's last are detected in full, the rest around the face
+    # the grid of 20); the first frame and each group's last are detected in full, the rest followed: the
+    # embedded swapper's face by its mesh alone, read where the frame before's smoothed mesh puts it
     assert followed["face_detection"] == {
         "interval": 5,
         "full": 1 + 3,
@@ -174,6 +183,7 @@ def test_a_followed_face_is_searched_around_its_last_place(
         "unchanged": 0,
         "tracked": 3 + 9 + 4,
         "skipped": 0,
+        "followed_by_mesh": 3 + 9 + 4,
     }
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
@@ -190,6 +200,7 @@ def test_probes_of_a_still_shot_detect_nothing(
         "unchanged": 3,
         "tracked": 0,
         "skipped": 16,
+        "followed_by_mesh": 0,
     }
     assert np.array_equal(raw_frames(tmp_path / "out.mp4", 640, 360), raw_frames(clips["still"], 640, 360))
 

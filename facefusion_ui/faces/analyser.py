@@ -7,6 +7,7 @@ so jobs can report it; models come from the ``ModelRuntime`` and stay warm acros
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import cv2
@@ -20,7 +21,14 @@ from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
 from facefusion_ui.faces.detector_families import detect_onnx
 from facefusion_ui.faces.face import Face, FaceMesh
-from facefusion_ui.faces.landmarker import dlib_landmarks, face_mesh, kps_from_dlib_5, kps_from_mesh
+from facefusion_ui.faces.landmarker import (
+    dlib_landmarks,
+    face_mesh,
+    face_mesh_at,
+    kps_from_dlib_5,
+    kps_from_mesh,
+    mesh_roi,
+)
 from facefusion_ui.faces.landmarker_fan import landmarks_2dfan4
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -136,15 +144,17 @@ class FaceAnalyser:
         embeddings: bool = True,
         mesh: bool = False,
         detections: list[Detection] | None = None,
+        known: Sequence[Face] = (),
     ) -> list[Face]:
         """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh.
-        ``detections``: boxes already found (a probe, or a search around followed faces)."""
+        ``detections``: boxes already found (a probe, or a search around followed faces); ``known``:
+        faces already complete (followed by their meshes, ``face_of_mesh``), taken as they are."""
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3:
             raise UsageError("a frame must be a colour image (height x width x 3)")
         if detections is None:
             detections = self.detect(frame, settings)
         completed = [self.complete(frame, detection, settings, mesh) for detection in detections]
-        faces = [face for face in completed if face is not None]
+        faces = [*known, *(face for face in completed if face is not None)]
         if embeddings and faces:
             rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])  # the dlib recognizer reads colours
             faces = [self.embed(frame, rgb, face, settings) for face in faces]
@@ -156,13 +166,8 @@ class FaceAnalyser:
         mesh_points = None
         kps = detection.kps
         landmarker = settings.face_landmarker_model
-        if landmarker == "dlib_68":
-            with self.runtime.using("dlib_68") as predictor:
-                landmarks_68 = dlib_landmarks(frame, predictor, detection.bbox)
-            kps = kps if kps is not None else kps_from_68(landmarks_68)
-        elif landmarker == "2dfan4":
-            _, session = self.runtime.onnx_session("2dfan4")
-            landmarks_68 = landmarks_2dfan4(frame, detection.bbox, session)
+        if landmarker in ("dlib_68", "2dfan4"):
+            landmarks_68 = self.landmarks_68(frame, detection.bbox, landmarker)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:
@@ -186,9 +191,43 @@ class FaceAnalyser:
             pitch=pitch,
         )
 
+    def face_of_mesh(
+        self, frame: Frame, mesh: FaceMesh, bbox: Points, score: float, settings: Settings, landmarks: bool
+    ) -> Face:
+        """A face known by its mesh alone (followed from the frame before, no detection): its 5 points
+        from the mesh, and the 68 landmarks only when ``landmarks`` (a processor reads them)."""
+        landmarker = settings.face_landmarker_model
+        wanted = landmarks and landmarker in ("dlib_68", "2dfan4")
+        kps = kps_from_mesh(mesh.points)
+        yaw, pitch = estimate_pose(kps)
+        return Face(
+            bbox=np.asarray(bbox, dtype=np.float32),
+            score=score,
+            kps=kps,
+            detector=settings.face_detector_model,
+            landmarks_68=self.landmarks_68(frame, bbox, landmarker) if wanted else None,
+            mesh=mesh,
+            yaw=yaw,
+            pitch=pitch,
+        )
+
+    def landmarks_68(self, frame: Frame, bbox: Points, landmarker: str) -> Points:
+        """The 68 landmarks of the face in ``bbox`` by ``landmarker`` (dlib_68 or 2dfan4)."""
+        if landmarker == "dlib_68":
+            with self.runtime.using("dlib_68") as predictor:
+                return dlib_landmarks(frame, predictor, bbox)
+        _, session = self.runtime.onnx_session("2dfan4")
+        return landmarks_2dfan4(frame, bbox, session)
+
     def mesh(self, frame: Frame, detection: Detection) -> FaceMesh | None:
+        """The mesh found in the crop around ``detection``'s box (a face seen for the first time)."""
         with self.runtime.using("mediapipe_face_mesh") as model:
             return face_mesh(frame, detection.bbox, model)
+
+    def mesh_at(self, frame: Frame, points: Points) -> FaceMesh | None:
+        """The mesh read in the region a known mesh (``points``: the same face a frame before) gives."""
+        with self.runtime.using("mediapipe_face_mesh") as model:
+            return face_mesh_at(frame, mesh_roi(points), model)
 
     def embedding(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Embedding:
         name = settings.face_recognizer_model

@@ -1,12 +1,16 @@
 """Landmarks: dlib's 68 and 5-point predictors on a face box, and mediapipe's face mesh on a crop
 (468 points and 10 for the irises).
 
-The mesh runs on a crop around each detected face: on a whole group photo mediapipe misses most faces
-(its own detector wants a face that fills the picture); on crops it finds them.
+A new face's mesh is found on a crop around its box (``face_mesh``): on a whole group photo mediapipe
+misses most faces (its own detector wants a face that fills the picture); on crops it finds them. A face
+whose mesh is known (the frame before, or the plain mesh the irises are looked for round) is read at the
+region that mesh gives (``face_mesh_at``): the landmark model alone, on a square turned with the eyes.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import cv2
@@ -14,6 +18,7 @@ import numpy as np
 
 from facefusion_ui.faces.alignment import template_points
 from facefusion_ui.faces.face import FaceMesh
+from facefusion_ui.faces.mesh_model import MESH_INPUT_SIZE, MeshModel
 from facefusion_ui.types import Frame, Points
 
 NOSE_TIP_FROM_BASE = 0.78
@@ -26,6 +31,10 @@ MESH_LEFT_EYE = (33, 133, 159, 145)
 MESH_RIGHT_EYE = (362, 263, 386, 374)
 MESH_NOSE_TIP = 1
 MESH_MOUTH = (61, 291)
+MESH_ROI_EYES = (33, 263)
+"""The outer eye corners: the line between them sets how the region a known mesh is read in is turned."""
+MESH_ROI_SCALE = 1.5
+"""That region's side, in the longer side of the mesh's bounding box (mediapipe's own video mode)."""
 
 
 def dlib_rectangle(bbox: Points) -> Any:
@@ -63,7 +72,7 @@ def mesh_crop_box(bbox: Points, scale: float = MESH_CROP_SCALE) -> tuple[float, 
     return float(cx - side / 2), float(cy - side / 2), float(side)
 
 
-def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> FaceMesh | None:
+def face_mesh(frame: Frame, bbox: Points, mesh_model: MeshModel) -> FaceMesh | None:
     """The mesh in frame coordinates (468 points, or 478 from a model with refined landmarks: the irises),
     or None when mediapipe finds no face in the crop.
 
@@ -80,6 +89,50 @@ def face_mesh(frame: Frame, bbox: Points, mesh_model: Any) -> FaceMesh | None:
     pixels = raw * np.float32(MESH_CROP_SIZE / scale)
     points = (pixels[:, :2] + np.array([x, y], dtype=np.float32)).astype(np.float32)
     return FaceMesh(points, np.ascontiguousarray(pixels[:, 2]))
+
+
+@dataclass(frozen=True)
+class MeshRoi:
+    """A square of the frame the landmark model reads: centre, side (pixels) and the angle (radians,
+    clockwise in the image) it is turned by, so the eyes lie level in it."""
+
+    centre: tuple[float, float]
+    side: float
+    angle: float
+
+
+def mesh_roi(points: Points) -> MeshRoi:
+    """The region to read a face in whose mesh ``points`` (frame pixels) are known: centred on the mesh's
+    bounding box, ``MESH_ROI_SCALE`` times its longer side, turned with the line between the eyes."""
+    low, high = points[:, :2].min(axis=0), points[:, :2].max(axis=0)
+    left, right = points[MESH_ROI_EYES[0]], points[MESH_ROI_EYES[1]]
+    angle = math.atan2(float(right[1] - left[1]), float(right[0] - left[0]))
+    side = float(max(high - low)) * MESH_ROI_SCALE
+    return MeshRoi((float(low[0] + high[0]) / 2, float(low[1] + high[1]) / 2), max(side, 1.0), angle)
+
+
+def roi_matrix(roi: MeshRoi) -> np.ndarray:
+    """The affine map (2 x 3) from frame pixels to the model's upright input square."""
+    scale = MESH_INPUT_SIZE / roi.side
+    cos, sin = math.cos(roi.angle) * scale, math.sin(roi.angle) * scale
+    linear = np.array([[cos, sin], [-sin, cos]], dtype=np.float64)
+    shift = MESH_INPUT_SIZE / 2 - linear @ np.array(roi.centre, dtype=np.float64)
+    return np.hstack([linear, shift[:, None]])
+
+
+def face_mesh_at(frame: Frame, roi: MeshRoi, mesh_model: MeshModel) -> FaceMesh | None:
+    """The mesh read in ``roi`` of ``frame`` (BGR), in frame coordinates; None when the model sees no face
+    there. The caller holds the model exclusively (``ModelRuntime.using``)."""
+    matrix = roi_matrix(roi)
+    size = (MESH_INPUT_SIZE, MESH_INPUT_SIZE)
+    square = cv2.warpAffine(frame, matrix, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    raw = mesh_model.read(cv2.cvtColor(square, cv2.COLOR_BGR2RGB))
+    if raw is None:
+        return None
+    square_points = raw[:, :2] * np.float32(MESH_INPUT_SIZE)
+    back = cv2.invertAffineTransform(matrix)
+    points = square_points @ back[:, :2].T.astype(np.float32) + back[:, 2].astype(np.float32)
+    return FaceMesh(np.asarray(points, dtype=np.float32), np.ascontiguousarray(raw[:, 2] * np.float32(roi.side)))
 
 
 def kps_from_mesh(mesh: Points) -> Points:

@@ -6,8 +6,10 @@ A face continues a track when its box overlaps the box the track had in the fram
 identity tracker, when it runs, gives it the same id). A cut (``cuts.py``), a frame that is not the next
 one (frames skipped without faces, another chunk), or a new face starts the filter again from the mesh
 as found. Points are filtered in face widths (the track's first box), so one set of parameters suits
-small and large faces; a continuing face's mesh is searched in the crop placed on the track's smoothed
-mesh, not around the detector's box, which jumps by a twentieth of the face from frame to frame. Only
+small and large faces; a continuing face's mesh is read in the region the track's smoothed mesh gives
+(``MeshFinder.follow``), not around the detector's box, which jumps by a twentieth of the face from
+frame to frame. Between the detection schedule's probes a followed face needs no detection at all: its
+track (``followed_tracks``) says where to read its mesh, and the box it had is placed on that mesh. Only
 the tracks of the frame just before are kept, at most ``MAX_TRACKS`` (the largest faces; smaller ones
 beyond it go unsmoothed). The state is saved with the video pipeline's state after each chunk (rather
 than reset at each chunk's start, a keyframe but not a cut, where a reset would make the face jump), so
@@ -17,9 +19,9 @@ a resumed run smooths exactly as the interrupted one would have.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,8 +40,19 @@ MATCH_IOU = 0.3
 """Box overlap with a track's box in the frame before for a face to continue it."""
 
 
-MeshFinder = Callable[[Face, Points], FaceMesh | None]
-"""Finds the mesh of a face (of the frame being smoothed) in the crop around a box."""
+FOLLOW_IOU = 0.9
+"""Overlap of a followed box (a face of the frame before) with a track's box for the track to be the
+face's (the boxes are the same, saved and loaded as float32)."""
+
+
+class MeshFinder(Protocol):
+    """Finds the meshes of the faces of the frame being smoothed."""
+
+    def find(self, face: Face) -> FaceMesh | None:
+        """A new face's mesh, found in the crop around its box."""
+
+    def follow(self, points: Points) -> FaceMesh | None:
+        """A continuing face's mesh, read in the region its smoothed mesh (``points``, frame pixels) gives."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,16 @@ class MeshTrack:
     frame_index: int
     identity: int | None
     """The identity tracker's id of the face, when it runs."""
+    score: float = 1.0
+    """The face's detection score when the track started: a face followed without detection keeps it."""
+
+    def smoothed_points(self) -> Points:
+        """The smoothed mesh of the track's last frame, in frame pixels."""
+        return np.asarray(self.points.value * self.scale, dtype=np.float32)
+
+    def placed_box(self, points: Points) -> Points:
+        """The face's box on the mesh ``points`` of the next frame, placed as it lay on the first mesh."""
+        return placed_box(self.anchor, points)
 
 
 class MeshSmoother:
@@ -85,12 +108,11 @@ class MeshSmoother:
     ) -> list[Face]:
         """``faces`` of frame ``index`` with their meshes smoothed; ``identities`` lines up with ``faces``
         (None where not known). A face without a mesh gets one from ``mesh_of``: a face that continues a
-        track in the crop placed on the track's smoothed mesh (a detector's box of a still face moves by
+        track read in the region of the track's smoothed mesh (a detector's box of a still face moves by
         a twentieth of its width from frame to frame, and the mesh found in its crop with it), a new one
         in the crop around its box; without either it stays as it is."""
         thumbnail = cut_thumbnail(frame)
-        follows = self.frame_index == index - 1 and self.thumbnail is not None
-        if not follows or (self.thumbnail is not None and is_cut(self.thumbnail, thumbnail)):
+        if not self.continues_into(index, thumbnail):
             self.tracks.clear()
         self.frame_index, self.thumbnail = index, thumbnail
         previous = dict(self.tracks)
@@ -101,6 +123,26 @@ class MeshSmoother:
             track = previous.pop(key, None) if key is not None else None
             smoothed.append(self.filtered(face, identity, track, index, timestamp, mesh_of))
         return smoothed
+
+    def continues_into(self, index: int, thumbnail: np.ndarray) -> bool:
+        """Whether the tracks (of the frame before) go on into frame ``index`` (its ``cut_thumbnail``):
+        it is the next frame and not a cut."""
+        if self.frame_index != index - 1 or self.thumbnail is None:
+            return False
+        return not is_cut(self.thumbnail, thumbnail)
+
+    def followed_tracks(self, frame: Frame, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
+        """For each of ``boxes`` (faces of the frame before, followed into frame ``index``), the track
+        that face has; None where it has none (a face not selected, or beyond ``MAX_TRACKS``), and for
+        every box when frame ``index`` is not the next one or a cut."""
+        if not self.tracks or not self.continues_into(index, cut_thumbnail(frame)):
+            return [None] * len(boxes)
+        found: list[MeshTrack | None] = []
+        for box in boxes:
+            overlaps = [(box_iou(track.bbox, box), track) for track in self.tracks.values()]
+            best = max(overlaps, key=lambda pair: pair[0], default=(0.0, None))
+            found.append(best[1] if best[0] >= FOLLOW_IOU else None)
+        return found
 
     def continued(self, face: Face, identity: int | None, previous: dict[int, MeshTrack]) -> int | None:
         """The key of the track (of the frame before) that ``face`` continues, if any."""
@@ -125,16 +167,16 @@ class MeshSmoother:
         scale = track.scale if track is not None else max(face.width, 1.0)
         mesh = face.mesh
         if mesh is None and mesh_of is not None:
-            box = face.bbox if track is None else placed_box(track.anchor, track.points.value * scale)
-            mesh = mesh_of(face, box)
+            mesh = mesh_of.find(face) if track is None else mesh_of.follow(track.smoothed_points())
         if mesh is None:
             return face
         values, points = one_euro_step(
             track.points if track is not None else None, mesh.points / scale, timestamp, self.parameters
         )
         anchor = track.anchor if track is not None else anchor_of(face.bbox, mesh.points)
+        score = track.score if track is not None else face.score
         if len(self.tracks) < self.limit:
-            self.tracks[self.next_key] = MeshTrack(points, anchor, scale, face.bbox.copy(), index, identity)
+            self.tracks[self.next_key] = MeshTrack(points, anchor, scale, face.bbox.copy(), index, identity, score)
             self.next_key += 1
         if track is None:  # a new track: the mesh as found (exactly, not divided and multiplied back)
             return replace(face, mesh=mesh)
@@ -149,6 +191,7 @@ class MeshSmoother:
                 "bbox": array_to_json(track.bbox, np.float32),
                 "frame_index": track.frame_index,
                 "identity": track.identity,
+                "score": track.score,
             }
             for track in self.tracks.values()
         ]
@@ -164,8 +207,8 @@ class MeshSmoother:
         for entry in data.get("tracks", []):
             points, anchor = state_from_json(entry["points"]), array_from_json(entry["anchor"], np.float64)
             bbox = array_from_json(entry["bbox"], np.float32)
-            identity = entry.get("identity")
-            track = MeshTrack(points, anchor, float(entry["scale"]), bbox, int(entry["frame_index"]), identity)
+            identity, score = entry.get("identity"), float(entry.get("score", 1.0))
+            track = MeshTrack(points, anchor, float(entry["scale"]), bbox, int(entry["frame_index"]), identity, score)
             self.tracks[self.next_key] = track
             self.next_key += 1
 

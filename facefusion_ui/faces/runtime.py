@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.faces.mesh_model import MeshModel
 from facefusion_ui.faces.source_cache import LruTtlCache
 from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, fallback_message, wants_fp16
 from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
@@ -55,15 +56,8 @@ def _load_embedded(spec: ModelSpec) -> Any:
 
             return face_detection.FaceDetection(model_selection=1, min_detection_confidence=BLAZEFACE_MIN_CONFIDENCE)
         if spec.name in ("mediapipe_face_mesh", "mesh_warp"):
-            from mediapipe.python.solutions import face_mesh
-
             # the embedded swapper's own mesh has the irises too (refined landmarks, 478 points: its gaze)
-            return face_mesh.FaceMesh(
-                static_image_mode=True,
-                max_num_faces=1,
-                min_detection_confidence=0.3,
-                refine_landmarks=spec.name == "mesh_warp",
-            )
+            return MeshModel(with_attention=spec.name == "mesh_warp")
         if spec.name == "mediapipe_hands":
             from mediapipe.python.solutions import hands
 
@@ -87,7 +81,10 @@ def _load_quietly(spec: ModelSpec) -> Any:
     built, and on a busy machine a delegate could be created before the warm-up run began."""
     with captured_native_stderr():
         graph = _load_embedded(spec)
-        graph.process(np.zeros((64, 64, 3), dtype=np.uint8))
+        if isinstance(graph, MeshModel):
+            graph.warm_up()
+        else:
+            graph.process(np.zeros((64, 64, 3), dtype=np.uint8))
     return graph
 
 

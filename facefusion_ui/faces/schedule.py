@@ -58,6 +58,8 @@ class ScheduleStats:
     """Probes that searched only the areas changed since a faceless frame (``change_gate.py``)."""
     probes_unchanged: int = 0
     """Probes without any detection: nothing had changed since a faceless frame."""
+    faces_followed_by_mesh: int = 0
+    """Faces of tracked frames read from their meshes alone, with no detection (the embedded swapper)."""
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -66,6 +68,7 @@ class ScheduleStats:
             "unchanged": self.probes_unchanged,
             "tracked": self.frames_tracked,
             "skipped": self.frames_skipped,
+            "followed_by_mesh": self.faces_followed_by_mesh,
         }
 
 

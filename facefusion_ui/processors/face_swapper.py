@@ -13,7 +13,7 @@ import numpy as np
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.alignment import paste_back
 from facefusion_ui.faces.face import Face, FaceMesh
-from facefusion_ui.faces.landmarker import face_mesh
+from facefusion_ui.faces.landmarker import face_mesh, face_mesh_at, mesh_roi
 from facefusion_ui.faces.recognizer import embed_arcface
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
@@ -186,11 +186,10 @@ class FaceSwapper:
                 plain = face_mesh(frame, face.bbox, model)
         if plain is None or len(plain.points) >= IRIS_POINTS:
             return plain
-        # the crop placed on the plain mesh (smoothed over time in a video), not on the detector's box,
-        # which jumps on a still face: the irises found in it stay as still as the mesh
-        low, high = plain.points.min(axis=0), plain.points.max(axis=0)
+        # read in the region the plain mesh gives (smoothed over time in a video), not around the
+        # detector's box, which jumps on a still face: the irises found there stay as still as the mesh
         with self.runtime.using("mesh_warp") as model:
-            refined = face_mesh(frame, np.concatenate([low, high]).astype(np.float32), model)
+            refined = face_mesh_at(frame, mesh_roi(plain.points), model)
         return plain if refined is None else with_irises(plain, refined)
 
     def _swap_mesh(self, frame: Frame, face: Face, prepared: PreparedSource, settings: Settings) -> Frame | None:

@@ -46,22 +46,30 @@ def gaussian_pyramid(image: np.ndarray, levels: int) -> list[np.ndarray]:
     return pyramid
 
 
+def three_channels(mask: np.ndarray) -> np.ndarray:
+    """A one-channel mask repeated into three: numpy multiplies same-shaped arrays several times faster
+    than it broadcasts a (h, w, 1) mask over (h, w, 3) pixels."""
+    return np.asarray(cv2.merge([mask, mask, mask]))
+
+
 def filled_laplacian(difference: np.ndarray, weights: list[np.ndarray]) -> list[np.ndarray]:
     """The Laplacian pyramid of ``difference`` where each level is first the weighted mean of the pixels
-    the weight trusts (``weights``: the weight's Gaussian pyramid): what the warped image has where the
-    weight is 0 (the source's hair or background, read outside its face) never spreads into the bands."""
-    weighted = gaussian_pyramid(difference * weights[0][..., None], len(weights) - 1)
-    filled = [level / (weight[..., None] + FILL_FLOOR) for level, weight in zip(weighted, weights, strict=True)]
-    bands = [
-        fine - cv2.pyrUp(coarse, dstsize=(fine.shape[1], fine.shape[0])) for fine, coarse in itertools.pairwise(filled)
-    ]
-    return [*bands, filled[-1]]
+    the weight trusts (``weights``: the weight's Gaussian pyramid, three channels): what the warped image
+    has where the weight is 0 (the source's hair or background, read outside its face) never spreads into
+    the bands."""
+    pyramid = gaussian_pyramid(difference * weights[0], len(weights) - 1)
+    for level, weight in zip(pyramid, weights, strict=True):
+        level /= weight + FILL_FLOOR
+    for fine, coarse in itertools.pairwise(pyramid):
+        fine -= cv2.pyrUp(coarse, dstsize=(fine.shape[1], fine.shape[0]))
+    return pyramid
 
 
 def collapse(pyramid: list[np.ndarray]) -> np.ndarray:
     image = pyramid[-1]
     for band in reversed(pyramid[:-1]):
-        image = cv2.pyrUp(image, dstsize=(band.shape[1], band.shape[0])) + band
+        image = cv2.pyrUp(image, dstsize=(band.shape[1], band.shape[0]))
+        image += band
     return image
 
 
@@ -69,16 +77,24 @@ def multiband_blend(target: Frame, warped: Frame, weight: Mask) -> Frame:
     """``target`` with ``warped`` blended in by ``weight`` (0..1, same height and width), multi-band."""
     height, width = weight.shape
     base = target.astype(np.float32)
-    difference = warped.astype(np.float32) - base
+    difference = warped.astype(np.float32)
+    difference -= base
     levels = pyramid_levels(height, width)
-    masks = gaussian_pyramid(weight.astype(np.float32), levels)
+    masks = [three_channels(mask) for mask in gaussian_pyramid(weight.astype(np.float32), levels)]
     bands = filled_laplacian(difference, masks)
-    blended = collapse([band * mask[..., None] for band, mask in zip(bands, masks, strict=True)])
-    # slide to the exact ends: target where the weight is 0, warped where it is 1
-    low = np.clip(weight / EXACT_RAMP, 0.0, 1.0)[..., None]
-    high = np.clip((weight - (1.0 - EXACT_RAMP)) / EXACT_RAMP, 0.0, 1.0)[..., None]
-    change = low * ((1.0 - high) * blended + high * difference)
-    return np.asarray(np.clip(base + change + 0.5, 0, 255), dtype=np.uint8)
+    for band, mask in zip(bands, masks, strict=True):
+        band *= mask
+    change = collapse(bands)
+    # slide to the exact ends: target where the weight is 0, warped where it is 1 (where ``high`` is
+    # above 0, ``low`` is 1)
+    low = np.clip(weight / EXACT_RAMP, 0.0, 1.0)
+    high = np.clip((weight - (1.0 - EXACT_RAMP)) / EXACT_RAMP, 0.0, 1.0)
+    change *= three_channels(low * (1.0 - high))
+    difference *= three_channels(high)
+    change += difference
+    change += base
+    change += 0.5
+    return np.asarray(np.clip(change, 0, 255, out=change), dtype=np.uint8)
 
 
 def alpha_blend(target: Frame, warped: Frame, weight: Mask) -> Frame:

@@ -1,0 +1,80 @@
+"""mediapipe's face mesh, two ways over one landmark model: *found* in a crop (mediapipe's own face
+detector first, for a face seen for the first time) or *read* in a region we give it (the landmark model
+alone, for a face whose mesh is known from the frame before, as mediapipe's own video mode does: no
+detector, a third less time per face, and a region turned with the head).
+
+One ``MeshModel`` per landmark model (plain 468 points, or with attention: 478 with the irises); like
+every mediapipe graph it is not thread-safe, so it is used inside ``ModelRuntime.using``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MESH_INPUT_SIZE = 192
+"""The side of the image both face landmark models read (``face_landmark*.tflite``)."""
+
+READER_GRAPH = """
+input_stream: "image"
+input_stream: "roi"
+input_side_packet: "with_attention"
+output_stream: "face_landmarks"
+node {
+  calculator: "FaceLandmarkCpu"
+  input_stream: "IMAGE:image"
+  input_stream: "ROI:roi"
+  input_side_packet: "WITH_ATTENTION:with_attention"
+  output_stream: "LANDMARKS:face_landmarks"
+}
+"""
+"""mediapipe's landmark subgraph alone: the region in, the landmarks out (none when the model's own
+face-presence score is under its threshold, 0.5)."""
+
+FINDER_DETECTION_SCORE = 0.3
+
+
+class MeshModel:
+    """The finder (``process``: mediapipe's static-image FaceMesh on an RGB crop, its detector first) and
+    the reader (``read``: the landmark model on an RGB image that is the region itself, upright,
+    ``MESH_INPUT_SIZE`` square) of one landmark model."""
+
+    def __init__(self, with_attention: bool) -> None:
+        from mediapipe.framework.formats import rect_pb2
+        from mediapipe.python.solution_base import SolutionBase
+        from mediapipe.python.solutions import face_mesh
+
+        self.with_attention = with_attention
+        self.finder = face_mesh.FaceMesh(
+            static_image_mode=True,
+            max_num_faces=1,
+            min_detection_confidence=FINDER_DETECTION_SCORE,
+            refine_landmarks=with_attention,
+        )
+        self.reader = SolutionBase(
+            graph_config=READER_GRAPH, side_inputs={"with_attention": with_attention}, outputs=["face_landmarks"]
+        )
+        self._whole = rect_pb2.NormalizedRect(x_center=0.5, y_center=0.5, width=1.0, height=1.0, rotation=0.0)
+
+    def process(self, rgb: np.ndarray) -> Any:
+        """The finder's result on ``rgb`` (``multi_face_landmarks``, as mediapipe's FaceMesh gives it)."""
+        return self.finder.process(rgb)
+
+    def read(self, rgb: np.ndarray) -> np.ndarray | None:
+        """The landmarks (n, 3: x, y as fractions of ``rgb``'s side, z on the scale of x) in ``rgb``, the
+        region itself; None when the model sees no face there."""
+        result = self.reader.process({"image": rgb, "roi": self._whole})
+        landmarks = result.face_landmarks
+        if landmarks is None:
+            return None
+        return np.array([[p.x, p.y, p.z] for p in landmarks.landmark], dtype=np.float32)
+
+    def warm_up(self) -> None:
+        """Run both graphs once (TFLite prints its start-up lines on the first run)."""
+        self.process(np.zeros((64, 64, 3), dtype=np.uint8))
+        self.read(np.zeros((MESH_INPUT_SIZE, MESH_INPUT_SIZE, 3), dtype=np.uint8))
+
+    def close(self) -> None:
+        self.finder.close()
+        self.reader.close()
