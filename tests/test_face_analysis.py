@@ -182,7 +182,7 @@ def test_a_known_mesh_is_read_again_in_its_turned_region(shared_runtime: ModelRu
     apart = np.linalg.norm(read.points - known, axis=1).mean()
     assert apart < 0.02 * face.width, apart
     assert np.corrcoef(read.depth, face.mesh.depth)[0, 1] > 0.95  # depth on the same scale, turned or not
-    assert analyser.mesh_at(np.full_like(image, 128), known) is None
+    assert analyser.mesh_at(np.full(image.shape, 128, dtype=np.uint8), known) is None
 
 
 def test_mesh_landmarker_gives_keypoints(shared_runtime: ModelRuntime) -> None:
