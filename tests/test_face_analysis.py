@@ -167,9 +167,9 @@ def test_a_known_mesh_is_read_again_in_its_turned_region(shared_runtime: ModelRu
     image = media.astronaut()
     height, width = image.shape[:2]
     turn = cv2.getRotationMatrix2D((width / 2, height / 3), roll, 1.0)
-    rolled = cv2.warpAffine(image, turn, (width, height), borderMode=cv2.BORDER_REPLICATE)
+    rolled = np.asarray(cv2.warpAffine(image, turn, (width, height), borderMode=cv2.BORDER_REPLICATE), np.uint8)
     analyser = FaceAnalyser(shared_runtime)
-    # the box turned with the head: the detectors want upright faces
+    # the upright face's mesh turned with the head: the detectors want upright faces
     [face] = analyser.analyse(image, SETTINGS, embeddings=False, mesh=True)
     assert face.mesh is not None
     known = cv2.transform(face.mesh.points[None], turn)[0]
