@@ -6,9 +6,10 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 import psutil
+
+from facefusion_ui.process_environment import libc
 
 MIB = 1024 * 1024
 
@@ -179,28 +180,16 @@ def plan_budget(
 
 
 # The C heap -------------------------------------------------------------------------------------------------
-def _libc() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:
-        return None
-
-
 def return_free_memory() -> bool:
     """Give the C heap's free pages back to the system (glibc ``malloc_trim``); called between chunks.
 
     Freed 2.6 MiB frames end up on the heap once glibc has raised its mmap threshold, and chunk after
     chunk the heap fragments: peak RSS grew 1.49x from a 1- to a 10-minute clip. Trimming between chunks
-    keeps it flat (measured 1.000 from 1 to 4 minutes). Pinning the mmap threshold did too, but cost 30 %
-    speed in page faults. False where there is no glibc."""
-    libc = _libc()
-    if libc is None:
+    keeps it flat (measured 1.000 from 1 to 4 minutes). Pinning the mmap threshold low did too, but cost
+    30 % speed in page faults (``process_environment.configure_process`` pins it high instead). False
+    where there is no glibc."""
+    glibc = libc()
+    if glibc is None:
         return False
-    libc.malloc_trim(0)
+    glibc.malloc_trim(0)
     return True
