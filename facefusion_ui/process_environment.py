@@ -12,10 +12,17 @@ from typing import Any
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameters (malloc.h)."""
 MMAP_THRESHOLD = 32 * 2**20
 TRIM_THRESHOLD = 64 * 2**20
 """Allocations from 32 MiB up get their own mapping; a heap keeps up to 64 MiB free at its top."""
+
+
+def arena_limit() -> int:
+    """One heap per core (glibc's default is eight): each keeps up to ``TRIM_THRESHOLD`` free, and the
+    threads of each new chunk would otherwise spread over ever more heaps."""
+    return max(2, os.cpu_count() or 2)
 
 
 def libc() -> Any:
@@ -44,10 +51,10 @@ def configure_process() -> None:
     Each swapped face allocates and frees a few dozen arrays of 0.5-2 MiB. By default glibc maps large
     ones afresh and trims each thread's heap once 128 KiB or so lies free at its top, so the next frame's
     arrays fault their pages in again (zeroed by the kernel): on a 2-core x86-64 VM that was a third of
-    the embedded swapper's time on a 560 px face. With the thresholds above the pages are reused; the
-    video workflow still gives the free heap back between chunks (``memory.return_free_memory``), so
-    peak memory stays flat on long videos. ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` in
-    the environment (glibc's own tunables) win.
+    the embedded swapper's time on a 560 px face. With the thresholds above the pages are reused; with one
+    heap per core (``arena_limit``) and the video workflow giving the free heap back between chunks
+    (``memory.return_free_memory``), peak memory stays flat on long videos. ``MALLOC_MMAP_THRESHOLD_``,
+    ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_ARENA_MAX`` in the environment (glibc's own tunables) win.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     glibc = libc()
@@ -57,3 +64,5 @@ def configure_process() -> None:
         glibc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
         glibc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        glibc.mallopt(M_ARENA_MAX, arena_limit())

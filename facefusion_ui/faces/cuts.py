@@ -17,9 +17,17 @@ CUT_HISTOGRAM = 0.35
 HISTOGRAM_BINS = 16
 
 
+STEP_SIZE = CUT_SIZE * 8
+"""A frame larger than this is first brought to this side bilinearly: OpenCV's area average over a
+fractional factor (720 / 32) takes 2.3 ms on a 720p frame, over a whole one (8) a twentieth of that; the
+copy differs by a quarter of a grey level on average."""
+
+
 def cut_thumbnail(frame: Frame) -> np.ndarray:
     """The small grey copy of ``frame`` (BGR) that ``is_cut`` compares."""
     grey = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+    if min(grey.shape[:2]) > STEP_SIZE:
+        grey = cv2.resize(grey, (STEP_SIZE, STEP_SIZE), interpolation=cv2.INTER_LINEAR)
     return np.asarray(cv2.resize(grey, (CUT_SIZE, CUT_SIZE), interpolation=cv2.INTER_AREA), dtype=np.uint8)
 
 

@@ -91,11 +91,15 @@ class MeshSmoother:
         self.next_key = 0
         self.frame_index: int | None = None
         self.thumbnail: np.ndarray | None = None
+        self._made: tuple[int, int, np.ndarray] | None = None
+        """The last thumbnail made (frame index, the frame's id, thumbnail): a frame whose tracks were
+        looked up (``followed_tracks``) is smoothed next, and its copy is made once."""
 
     def reset(self) -> None:
         self.tracks.clear()
         self.frame_index = None
         self.thumbnail = None
+        self._made = None
 
     def smooth(
         self,
@@ -111,7 +115,7 @@ class MeshSmoother:
         track read in the region of the track's smoothed mesh (a detector's box of a still face moves by
         a twentieth of its width from frame to frame, and the mesh found in its crop with it), a new one
         in the crop around its box; without either it stays as it is."""
-        thumbnail = cut_thumbnail(frame)
+        thumbnail = self.thumbnail_of(frame, index)
         if not self.continues_into(index, thumbnail):
             self.tracks.clear()
         self.frame_index, self.thumbnail = index, thumbnail
@@ -124,6 +128,14 @@ class MeshSmoother:
             smoothed.append(self.filtered(face, identity, track, index, timestamp, mesh_of))
         return smoothed
 
+    def thumbnail_of(self, frame: Frame, index: int) -> np.ndarray:
+        """``cut_thumbnail(frame)``, made once per frame."""
+        if self._made is not None and self._made[:2] == (index, id(frame)):
+            return self._made[2]
+        thumbnail = cut_thumbnail(frame)
+        self._made = (index, id(frame), thumbnail)
+        return thumbnail
+
     def continues_into(self, index: int, thumbnail: np.ndarray) -> bool:
         """Whether the tracks (of the frame before) go on into frame ``index`` (its ``cut_thumbnail``):
         it is the next frame and not a cut."""
@@ -135,7 +147,7 @@ class MeshSmoother:
         """For each of ``boxes`` (faces of the frame before, followed into frame ``index``), the track
         that face has; None where it has none (a face not selected, or beyond ``MAX_TRACKS``), and for
         every box when frame ``index`` is not the next one or a cut."""
-        if not self.tracks or not self.continues_into(index, cut_thumbnail(frame)):
+        if not self.tracks or not self.continues_into(index, self.thumbnail_of(frame, index)):
             return [None] * len(boxes)
         found: list[MeshTrack | None] = []
         for box in boxes:
