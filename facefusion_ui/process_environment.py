@@ -6,6 +6,7 @@ Importing the package changes nothing; ``run.py``, the console script and the wo
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -25,8 +26,11 @@ def arena_limit() -> int:
     return max(2, os.cpu_count() or 2)
 
 
+@functools.cache
 def libc() -> Any:
-    """glibc through ctypes, or None where there is none (macOS, Windows, musl without ``malloc_trim``)."""
+    """glibc through ctypes, or None where there is none (macOS, Windows, musl without ``malloc_trim``).
+    Looked up once per process: ``find_library`` runs ``ldconfig`` each time, and the heap is trimmed
+    after every chunk."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes

@@ -37,6 +37,8 @@ from facefusion_ui.frames import BgrImage, FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
 
+LANDMARKERS_68 = ("dlib_68", "2dfan4")
+"""The landmarkers that give the 68 points (``FaceAnalyser.landmarks_68``)."""
 HOG_FACE_PX = 110
 """Around a followed face, HOG runs on a crop scaled so the face is about this wide: above its 80 px
 window, so no upsampling is needed whatever the face's size in the frame."""
@@ -166,7 +168,7 @@ class FaceAnalyser:
         mesh_points = None
         kps = detection.kps
         landmarker = settings.face_landmarker_model
-        if landmarker in ("dlib_68", "2dfan4"):
+        if landmarker in LANDMARKERS_68:
             landmarks_68 = self.landmarks_68(frame, detection.bbox, landmarker)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
@@ -197,7 +199,7 @@ class FaceAnalyser:
         """A face known by its mesh alone (followed from the frame before, no detection): its 5 points
         from the mesh, and the 68 landmarks only when ``landmarks`` (a processor reads them)."""
         landmarker = settings.face_landmarker_model
-        wanted = landmarks and landmarker in ("dlib_68", "2dfan4")
+        wanted = landmarks and landmarker in LANDMARKERS_68
         kps = kps_from_mesh(mesh.points)
         yaw, pitch = estimate_pose(kps)
         return Face(

@@ -45,7 +45,6 @@ class MeshModel:
         from mediapipe.python.solution_base import SolutionBase
         from mediapipe.python.solutions import face_mesh
 
-        self.with_attention = with_attention
         self.finder = face_mesh.FaceMesh(
             static_image_mode=True,
             max_num_faces=1,
