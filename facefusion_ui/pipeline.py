@@ -32,7 +32,14 @@ from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.masks.stage import masks_summary
-from facefusion_ui.processors.base import CountingProcessor, FaceReport, FrameContext, Processor, ResizingProcessor
+from facefusion_ui.processors.base import (
+    CountingProcessor,
+    FaceReport,
+    FrameContext,
+    Processor,
+    ReportingProcessor,
+    ResizingProcessor,
+)
 from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.scaling import scale_context
@@ -365,7 +372,15 @@ class FramePipeline:
         always when the processors change the frame's size."""
         if self.output_size(64, 64) != (64, 64):
             return True
-        return any(processor.changes_frame(analysis.selected) for processor in self.processors)
+        report: FaceReport | None = None
+        for processor in self.processors:
+            if isinstance(processor, ReportingProcessor):
+                report = report or self.report(analysis)
+                if processor.changes_frame_with(report):
+                    return True
+            elif processor.changes_frame(analysis.selected):
+                return True
+        return False
 
     def report(self, analysis: FrameAnalysis) -> FaceReport:
         return FaceReport(

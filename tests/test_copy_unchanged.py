@@ -28,6 +28,7 @@ from facefusion_ui.errors import InputError
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.pipeline import FrameAnalysis, FramePipeline
 from facefusion_ui.presets import apply_preset
 from facefusion_ui.processors.base import FrameContext
 from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
@@ -201,6 +202,26 @@ def test_gops_whose_frames_no_processor_changed_are_copied(
     assert LeavesFacesAlone.calls == FACE[1] - FACE[0]  # it was asked about every face frame
     assert stats["copy"] == {"gops_copied": 6, "gops_encoded": 0, "frames_copied": FRAMES, "fallback_reason": None}
     assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
+
+
+def test_the_face_debugger_draws_on_the_face_frames_alone(
+    face: Path, shared_runtime: ModelRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The debugger is asked with the whole analysis: the frames without any face go straight to the
+    writer (no colour conversion, no processor call) and their GOPs are copied."""
+    applied: list[int] = []
+    apply = FramePipeline.apply
+
+    def counted(pipeline: FramePipeline, frame: Frame, analysis: FrameAnalysis, index: int = 0, *rest: Any) -> Frame:
+        applied.append(index)
+        return apply(pipeline, frame, analysis, index, *rest)
+
+    monkeypatch.setattr(FramePipeline, "apply", counted)
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    stats = run(face, clip, tmp_path / "out.mp4", shared_runtime, processors=["face_debugger"])
+    assert sorted(applied) == list(range(*FACE))
+    assert stats["faces_annotated"] == FACE[1] - FACE[0]
+    assert stats["copy"] == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
 
 
 def test_a_camera_pan_without_faces_is_copied_whole_with_blazeface(

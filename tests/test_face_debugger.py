@@ -1,5 +1,6 @@
 """The face debugger on the six-person photo: one annotation per detected face, drawn at its box, with the
-reason a face was skipped; after an upscaler the annotations follow the larger frame."""
+reason a face was skipped; after an upscaler the annotations follow the larger frame; a frame without any
+face passes through."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.inference import SessionPool
 from facefusion_ui.models import load_manifest
-from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.pipeline import NO_FACES, FrameAnalysis, FramePipeline
 from facefusion_ui.processors.base import FrameContext
 from facefusion_ui.processors.face_debugger import SELECTED, SKIPPED, frame_annotations
 from facefusion_ui.state_manager import Settings
@@ -85,3 +86,21 @@ def test_after_an_upscaler_the_boxes_follow(tmp_path: Path, source_photo: Path) 
         assert colour_near(result, x1, (y1 + y2) / 2, SELECTED)
     summary = pipeline.summary()
     assert summary["faces_annotated"] == 6 and summary["frames_enhanced"] == 1
+
+
+def test_a_frame_without_any_face_passes_through_and_skipped_faces_do_not(
+    shared_runtime: ModelRuntime, source_photo: Path
+) -> None:
+    """The debugger changes a frame exactly when the analysis found a face, selected or not: a faceless
+    frame passes through untouched (no colour conversion; its GOP can be copied), a frame whose faces
+    were all skipped is drawn on, where the swapper alone would pass it through."""
+    _, faces, debugger = debugged(shared_runtime, source_photo)
+    swapper = FramePipeline.build(Settings(processors=("face_swapper",)), shared_runtime, [source_photo])
+    skipped_all = FrameAnalysis(list(faces), [])
+    assert not debugger.changes(NO_FACES)
+    assert debugger.changes(skipped_all) and not swapper.changes(skipped_all)
+    assert debugger.changes(FrameAnalysis(list(faces), list(faces[:1])))
+    blank = np.full((240, 320, 3), 128, np.uint8)
+    assert not debugger.changes(debugger.analyse(blank))
+    drawn = debugger.apply(media.t1(), skipped_all)
+    assert not np.array_equal(drawn, media.t1())

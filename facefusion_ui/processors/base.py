@@ -105,6 +105,18 @@ class ResizingProcessor(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportingProcessor(Protocol):
+    """Optional beside ``Processor``: a processor that acts on every face the analysis found, selected or
+    not (the face debugger draws the skipped ones too). The pipeline asks it with the frame's whole
+    ``FaceReport`` instead of ``changes_frame``, so a frame without any face still passes through
+    untouched (no colour conversion; in a video, its GOP can be copied)."""
+
+    def changes_frame_with(self, report: FaceReport) -> bool:
+        """Whether ``process_frame`` may change a frame whose analysis is ``report``."""
+        ...
+
+
 ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]
 """What an entry point in group ``facefusion_ui.processors`` names: a class or a function taking the
 settings and the process's ``ModelRuntime`` (warm ONNX sessions and embedded models)."""

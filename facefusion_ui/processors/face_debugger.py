@@ -156,7 +156,10 @@ class FaceDebugger:
             return {"faces_annotated": self.faces_annotated}
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
-        return True  # skipped faces are drawn too, and only the analysis knows of them
+        return True  # skipped faces are drawn too: the pipeline asks changes_frame_with, which knows of them
+
+    def changes_frame_with(self, report: FaceReport) -> bool:
+        return bool(report.faces)
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         notes = frame_annotations(context)
