@@ -205,18 +205,28 @@ copying leaves (every frame decoded for the analysis, the face GOPs re-encoded, 
 pipeline runs them), with an analysis and a swap that cost nothing."""
 
 
-def decode_and_reencode(ffmpeg: str, clip: Path, start: float, duration: float, output: Path) -> None:
-    """``FLOOR``: the whole clip decoded to raw YUV (to nothing) while its GOPs from ``start`` (a keyframe)
-    for ``duration`` seconds are decoded and encoded again with (a)'s settings."""
-    decode = [ffmpeg, "-loglevel", "error", "-i", str(clip), "-map", "0:v:0", "-pix_fmt", "yuv420p", "-f", "null", "-"]
+def decode_to_nothing_args(ffmpeg: str, clip: Path) -> list[str]:
+    """``FLOOR``, the analysis's share: every frame of the clip decoded to raw YUV, kept nowhere."""
+    return [ffmpeg, "-loglevel", "error", "-i", str(clip), "-map", "0:v:0", "-pix_fmt", "yuv420p", "-f", "null", "-"]
+
+
+def reencode_span_args(ffmpeg: str, clip: Path, start: float, duration: float, output: Path) -> list[str]:
+    """``FLOOR``, the encoder's share: the GOPs from ``start`` (a keyframe) for ``duration`` seconds
+    decoded and encoded again with (a)'s settings."""
     span = ["-ss", f"{start}", "-i", str(clip), "-t", f"{duration}", "-map", "0:v:0"]
-    decoder = subprocess.Popen(decode)
-    subprocess.run([ffmpeg, "-loglevel", "error", *span, *X264, "-y", str(output)], check=True)
+    return [ffmpeg, "-loglevel", "error", *span, *X264, "-y", str(output)]
+
+
+def decode_and_reencode(ffmpeg: str, clip: Path, start: float, duration: float, output: Path) -> None:
+    """``FLOOR``: both shares, side by side."""
+    decoder = subprocess.Popen(decode_to_nothing_args(ffmpeg, clip))
+    subprocess.run(reencode_span_args(ffmpeg, clip, start, duration, output), check=True)
     assert decoder.wait() == 0
 
 
 STRETCH_FLOOR = "(g) ffmpeg alone, the fifth alone"
-"""``FLOOR`` on the face fifth cut out: what of "ours, the face fifth alone" is ffmpeg's."""
+"""``FLOOR`` on the face fifth cut out: what of ``FIFTH_ALONE`` is ffmpeg's."""
+FIFTH_ALONE = "ours, the face fifth alone"
 
 
 def print_face_budget(times: dict[str, list[tuple[float, float]]], base: float, face_frames: int) -> None:
@@ -228,7 +238,7 @@ def print_face_budget(times: dict[str, list[tuple[float, float]]], base: float, 
         return min(wall for wall, _ in times[key])
 
     left = 0.6 * base - shortest(FLOOR)
-    ours = shortest("ours, the face fifth alone") - shortest(STRETCH_FLOOR)
+    ours = shortest(FIFTH_ALONE) - shortest(STRETCH_FLOOR)
     print(
         f"    0.6x (a) is {0.6 * base:.1f} s; after (f) {left:.1f} s are left: {1000 * left / face_frames:.1f} ms"
         f" of wall per face frame at most; our analysis and swap take {1000 * ours / face_frames:.1f} ms per"
@@ -262,8 +272,7 @@ def copy_figures(
         stats: dict[str, dict[str, object]] = {}
 
         def plain(clip: Path = clip) -> None:
-            command = [ffmpeg, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264", "-preset", "veryfast"]
-            subprocess.run([*command, "-y", str(work / "plain.mp4")], check=True)
+            subprocess.run(transcode_args(ffmpeg, clip, work / "plain.mp4"), check=True)
 
         def ours(
             mode: str, processor: str = "face_swapper", clip: Path = clip, stats: dict[str, dict[str, object]] = stats
@@ -283,7 +292,7 @@ def copy_figures(
         }
         if name == "face a fifth of the time":
             stretch = face_stretch(clip, work, 2 * seconds / 5, seconds / 5)
-            contenders["ours, the face fifth alone"] = functools.partial(ours, "auto", clip=stretch)
+            contenders[FIFTH_ALONE] = functools.partial(ours, "auto", clip=stretch)
             contenders[FLOOR] = functools.partial(
                 decode_and_reencode, ffmpeg, clip, 2 * seconds / 5, seconds / 5, work / "floor.mp4"
             )
