@@ -55,7 +55,7 @@ def configure_process() -> None:
     Each swapped face allocates and frees a few dozen arrays of 0.5-2 MiB. By default glibc maps large
     ones afresh and trims each thread's heap once 128 KiB or so lies free at its top, so the next frame's
     arrays fault their pages in again (zeroed by the kernel): on a 2-core x86-64 VM that was a third of
-    the embedded swapper's time on a 560 px face. With the thresholds above the pages are reused; with one
+    the embedded swapper's time on a face about 400 px wide. With the thresholds above the pages are reused; with one
     heap per core (``arena_limit``) and the video workflow giving the free heap back between chunks
     (``memory.return_free_memory``), peak memory stays flat on long videos. ``MALLOC_MMAP_THRESHOLD_``,
     ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_ARENA_MAX`` in the environment (glibc's own tunables) win.

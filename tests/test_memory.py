@@ -191,7 +191,7 @@ if sys.argv[1] == "configured":
     configure_process()
 import numpy as np
 
-def swap_like() -> None:  # what a worker thread does per face: a few dozen arrays of a 560 px face, freed
+def swap_like() -> None:  # what a worker thread does per face: a few dozen arrays of a face about 400 px wide, freed
     for _ in range(30):
         arrays = [np.ones((386, 358, 3), np.float32) for _ in range(20)]
         del arrays
