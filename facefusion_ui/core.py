@@ -37,6 +37,8 @@ def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessRes
             **pipeline.summary(),
             "frames": 1,
             "execution_providers": runtime.providers_used(),
+            "precision": runtime.precision(),
+            "onnx_models": runtime.onnx_models_used(),
             "peak_rss_mb": round(peak_rss_mb(), 1),
         }
         return ProcessResult(str(job.output), "image", time.perf_counter() - started, stats)

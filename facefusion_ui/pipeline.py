@@ -31,7 +31,7 @@ from facefusion_ui.faces.selector import pick_face, reference_threshold, select_
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
-from facefusion_ui.masks.stage import masks_summary
+from facefusion_ui.masks.stage import MaskingProcessor, masks_summary
 from facefusion_ui.processors.base import (
     CountingProcessor,
     FaceReport,
@@ -424,10 +424,10 @@ class FramePipeline:
         return self.apply(frame, self.analyse(frame, index, timestamp), index, timestamp)
 
     def release(self) -> None:
-        """Free the processors' caches and every model of the runtime (they reload on next use)."""
+        """Free the processors' caches and the models no other running job holds (they reload on next use)."""
         for processor in self.processors:
             processor.release()
-        self.runtime.release_all()
+        self.runtime.release_models()
 
     def models_used(self) -> list[str]:
         settings = self.settings
@@ -437,6 +437,20 @@ class FramePipeline:
         for processor in self.processors:
             names.extend(processor.required_models())
         return list(dict.fromkeys(names))
+
+    def counts(self) -> collections.Counter[str]:
+        """Everything counted so far, by name: the faces found and selected, each counting processor's
+        counts (a plugin's too) and the mask stage's. A video job saves these per chunk, so that a resumed
+        run reports the whole output."""
+        done = collections.Counter(
+            {"faces_detected": self.analyser.counters.faces_detected, "faces_selected": self.stats.faces_selected}
+        )
+        for processor in self.processors:
+            if isinstance(processor, CountingProcessor):
+                done.update(processor.counts())
+            if isinstance(processor, MaskingProcessor):
+                done.update(processor.mask_counts())
+        return done
 
     def summary(self) -> dict[str, Any]:
         done: collections.Counter[str] = collections.Counter()

@@ -55,19 +55,10 @@ from facefusion_ui.video.yuv import even_size
 
 logger = logging.getLogger(__name__)
 MAX_CHUNK_ATTEMPTS = 3
-COUNTED = (
-    "faces_detected",
-    "faces_selected",
-    "faces_swapped",
-    "faces_skipped_pose",
-    "faces_enhanced",
-    "frames_enhanced",
-    "faces_lip_synced",
-    "faces_annotated",
-)
-"""The pipeline's counts recorded per chunk, so that a resumed run reports the whole output."""
 ALWAYS_COUNTED = ("faces_detected", "faces_selected", "faces_swapped")
 """Reported for every job; the other counts only when a processor that makes them ran."""
+MASK_COUNTED = ("faces_masked", "occlusion_pixels")
+"""The mask stage's counts: reported under "masks"."""
 Resize = Callable[[int, int], tuple[int, int]]
 COPY_COUNTED = ("gops_copied", "gops_encoded", "frames_copied")
 
@@ -110,10 +101,6 @@ def output_comment(settings: Settings) -> str:
     processors = ", ".join(settings.processors)
     swapper = settings.face_swapper_model
     return f"faces swapped by facefusion_ui {__version__} (processors: {processors}; swapper: {swapper})"
-
-
-def counts_of(summary: dict[str, Any]) -> Counter[str]:
-    return Counter({key: int(summary[key]) for key in COUNTED if key in summary})
 
 
 @dataclass(frozen=True)
@@ -261,9 +248,9 @@ class VideoRun:
             if not carried:  # the job's start, or a resume: the state saved after the chunk before, if any
                 saved = self.manifest.state_after(chunk.index - 1)
                 self.pipeline.start_video(self.plan.first, VideoState.from_json(saved) if saved is not None else None)
-            before = counts_of(self.pipeline.summary())
+            before = self.pipeline.counts()
             run = self._run_chunk_recovering(chunk)
-            done = counts_of(self.pipeline.summary())
+            done = self.pipeline.counts()
             done.subtract(before)
             os.replace(self.work_dir / f"part_{chunk.segment_name}", self.work_dir / chunk.segment_name)
             state = self.pipeline.video_state().to_json()
@@ -375,9 +362,16 @@ class VideoRun:
     def _stats(self, elapsed: float) -> dict[str, Any]:
         plan = self.plan
         processed_frames = sum(run.frames for run in self.chunk_runs)
+        summary = self.pipeline.summary()
+        counted = {key: self.counts[key] for key in self.counts if key not in (*MASK_COUNTED, *COPY_COUNTED)}
+        masks = {**summary["masks"], "faces_masked": self.counts["faces_masked"]}
+        if masks["occlusion_pixels"] is not None:
+            masks["occlusion_pixels"] = self.counts["occlusion_pixels"]
         return {
-            **self.pipeline.summary(),
-            **{key: self.counts[key] for key in COUNTED if key in ALWAYS_COUNTED or key in self.counts},
+            **summary,
+            **{key: 0 for key in ALWAYS_COUNTED},
+            **counted,
+            "masks": masks,
             "frames": plan.last - plan.first,
             "frames_converted": sum(run.frames_converted for run in self.chunk_runs),
             "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
@@ -389,6 +383,8 @@ class VideoRun:
             "memory_budget": plan.budget.to_json(),
             "settings_effective": effective_values(self.settings, self.runtime),
             "execution_providers": self.runtime.providers_used(),
+            "precision": self.runtime.precision(),
+            "onnx_models": self.runtime.onnx_models_used(),
             "recoveries": self.recoveries,
             "copy": self._copy_stats(),
             "manifest_reused": self.reused > 0,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks.reliability_faults import LOCKER
-from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.sqlite_backend import SqliteBackend
@@ -49,10 +49,10 @@ def payload(files: dict[str, Path], out: Path, target: str = "tiny", **settings:
     return make_payload([files["face"]], files[target], out, Settings(**settings))
 
 
-def worker(store: JobStore, runtime: ModelRuntime, **options: Any) -> tuple[Worker, list[dict[str, Any]]]:
+def worker(store: JobStore, runtimes: WarmRuntimes, **options: Any) -> tuple[Worker, list[dict[str, Any]]]:
     events: list[dict[str, Any]] = []
     chosen = WorkerOptions(**{**FAST.__dict__, **options})
-    return Worker(store, runtime, chosen, registry=registry_with_plugins(), on_event=events.append), events
+    return Worker(store, runtimes, chosen, registry=registry_with_plugins(), on_event=events.append), events
 
 
 def test_transient_errors_are_retried_until_success(files: dict[str, Path], tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_transient_errors_are_retried_until_success(files: dict[str, Path], tmp_
     ffui_test_plugin.Flaky.failures_left = 2
     store = JobStore(tmp_path / "jobs.db")
     job_id = store.add(payload(files, tmp_path / "out.png", target="grace", processors=("flaky",)))
-    run, events = worker(store, ModelRuntime.create(Settings()))
+    run, events = worker(store, WarmRuntimes())
     run.run()
     job = store.get(job_id)
     assert job.status == "completed" and job.attempts == 3
@@ -76,7 +76,7 @@ def test_input_errors_fail_on_the_first_attempt(files: dict[str, Path], tmp_path
     cv2.imwrite(str(gone), media.grace_hopper())
     job_id = store.add(make_payload([files["face"]], gone, tmp_path / "out.png", Settings()))
     gone.unlink()  # the target disappears after it was queued
-    run, events = worker(store, ModelRuntime.create(Settings()))
+    run, events = worker(store, WarmRuntimes())
     run.run()
     job = store.get(job_id)
     assert job.status == "failed" and job.attempts == 1
@@ -94,7 +94,7 @@ def test_models_and_source_are_loaded_once_for_ten_jobs(files: dict[str, Path], 
     store.add_many(
         [make_payload([files["face"]], target, tmp_path / f"o{i}.png", Settings()) for i, target in enumerate(targets)]
     )
-    runtime = ModelRuntime.create(Settings())
+    runtime = WarmRuntimes()
     run, _ = worker(store, runtime, concurrency=2)
     run.run()
     assert store.counts() == {"completed": 10}
@@ -110,7 +110,7 @@ def test_priority_order(files: dict[str, Path], tmp_path: Path) -> None:
     high = store.add(payload(files, tmp_path / "high.png", processors=("invert",)), priority=5)
     middle = store.add(payload(files, tmp_path / "middle.png", processors=("invert",)), priority=1)
     second_low = store.add(payload(files, tmp_path / "low2.png", processors=("invert",)), priority=0)
-    run, events = worker(store, ModelRuntime.create(Settings()))
+    run, events = worker(store, WarmRuntimes())
     run.run()
     assert [event["job"] for event in events] == [high, middle, low, second_low]
 
@@ -120,7 +120,7 @@ def test_cancel_a_queued_and_a_running_job(files: dict[str, Path], tmp_path: Pat
     running_id = store.add(payload(files, tmp_path / "long.mp4", target="clip"))
     queued_id = store.add(payload(files, tmp_path / "never.png"))
     assert store.cancel(queued_id) == "cancelled"
-    run, events = worker(store, ModelRuntime.create(Settings()))
+    run, events = worker(store, WarmRuntimes())
     thread = threading.Thread(target=run.run)
     thread.start()
     deadline = time.monotonic() + 120
@@ -140,9 +140,7 @@ def test_pause_and_memory_gate_hold_new_jobs(files: dict[str, Path], tmp_path: P
     store = JobStore(tmp_path / "jobs.db")
     job_id = store.add(payload(files, tmp_path / "out.png", processors=("invert",)))
     free = [100]
-    run, _ = worker(
-        store, ModelRuntime.create(Settings()), until_empty=False, memory_threshold_mb=500, available_mb=lambda: free[0]
-    )
+    run, _ = worker(store, WarmRuntimes(), until_empty=False, memory_threshold_mb=500, available_mb=lambda: free[0])
     store.set_paused(True)
     thread = threading.Thread(target=run.run)
     thread.start()
@@ -206,7 +204,7 @@ def test_a_queue_locked_by_another_process_for_5_s_is_waited_for(files: dict[str
         assert time.monotonic() < deadline and locker.poll() is None, locker.communicate()
         time.sleep(0.01)
     since = time.monotonic()
-    run, _ = worker(store, ModelRuntime.create(Settings()))
+    run, _ = worker(store, WarmRuntimes())
     thread = threading.Thread(target=run.run)
     thread.start()  # its first claim waits for the lock
     job_id, output = claim_output(
@@ -236,7 +234,7 @@ def test_an_output_another_run_holds_is_retried_not_failed(files: dict[str, Path
     store = JobStore(tmp_path / "jobs.db")
     output = tmp_path / "out.png"
     job_id = store.add(payload(files, output, target="grace"))
-    run, events = worker(store, ModelRuntime.create(Settings()))
+    run, events = worker(store, WarmRuntimes())
     holder = OutputLock(output)
     holder.acquire()  # another run (here a second open of the lock file) writes the same output
     thread = threading.Thread(target=run.run)

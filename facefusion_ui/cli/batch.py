@@ -20,6 +20,7 @@ from tqdm import tqdm
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import injected_hold
 from facefusion_ui.jobs.backend import backend_for
 from facefusion_ui.jobs.outputs import claim_output, prepare_output_dir
@@ -244,7 +245,8 @@ class CtrlC:
 
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     store = JobStore()
-    runtime = ModelRuntime.create(settings)
+    runtimes = WarmRuntimes()
+    runtimes.runtime(settings)  # the worker's own execution settings are the first warm pool
     options = WorkerOptions(
         concurrency=args.concurrency or settings.max_concurrent_jobs,
         until_empty=args.until_empty,
@@ -256,7 +258,7 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
         hold=injected_hold(os.environ.get("FACEFUSION_UI_INJECT_FAULT")),
     )
     display = WorkerDisplay(len(store.jobs(["queued", "running"])))
-    worker = Worker(store, runtime, options, on_event=display.on_event, on_progress=display.on_progress)
+    worker = Worker(store, runtimes, options, on_event=display.on_event, on_progress=display.on_progress)
     ctrl_c = CtrlC(worker)
     try:
         with ctrl_c.installed():

@@ -1,6 +1,8 @@
-"""The models a worker process keeps warm: ONNX sessions (SessionPool) and the embedded dlib/mediapipe
-models, loaded on first use, shared by every job, released on demand. One object, owned by whoever runs
-jobs (CLI command, UI, queue worker), passed down explicitly; nothing here is a module-level global.
+"""The models a job runs on: ONNX sessions (SessionPool) and the embedded dlib/mediapipe models, loaded on
+first use and released on demand. A ``ModelRuntime`` is owned by whoever runs jobs (CLI command, UI, queue
+worker) and passed down explicitly; nothing here is a module-level global. A process that runs many jobs
+keeps its runtimes warm in ``faces/warm_runtimes.py``, where jobs share the parts they have in common:
+``RuntimeUsers`` counts who holds which part, so that nothing is released under a running job.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import os
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,14 @@ import numpy as np
 from facefusion_ui.errors import DependencyError, ModelError
 from facefusion_ui.faces.mesh_model import MeshModel
 from facefusion_ui.faces.source_cache import LruTtlCache
-from facefusion_ui.inference import SessionPool, captured_native_stderr, check_provider, fallback_message, wants_fp16
+from facefusion_ui.inference import (
+    ProviderCheck,
+    SessionPool,
+    captured_native_stderr,
+    check_provider,
+    fallback_message,
+    wants_fp16,
+)
 from facefusion_ui.models import ModelSpec, get_spec, load_manifest, models_dir, require_model
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import ExecutionProvider, Fp16Mode
@@ -174,6 +183,41 @@ class EmbeddedModels:
             return count
 
 
+class RuntimeUsers:
+    """How many running jobs hold each session pool, and how many hold any runtime sharing these embedded
+    models. A job that wants models freed (out of memory, ``--release-models``) frees only what it holds
+    alone; ``alone`` keeps new holders out while it decides and frees."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._pools: Counter[int] = Counter()
+        self._total = 0
+
+    def hold(self, pool: SessionPool) -> None:
+        with self._lock:
+            self._pools[id(pool)] += 1
+            self._total += 1
+
+    def drop(self, pool: SessionPool) -> None:
+        with self._lock:
+            self._pools[id(pool)] -= 1
+            self._total -= 1
+            if self._pools[id(pool)] <= 0:
+                del self._pools[id(pool)]
+
+    def holders(self, pool: SessionPool) -> int:
+        with self._lock:
+            return self._pools[id(pool)]
+
+    @contextlib.contextmanager
+    def alone(self, pool: SessionPool, holding: bool) -> Iterator[tuple[bool, bool]]:
+        """(no other job holds ``pool``, no other job holds any runtime), for a caller that holds ``pool``
+        itself or not; new holders wait meanwhile."""
+        own = 1 if holding else 0
+        with self._lock:
+            yield self._pools[id(pool)] <= own, self._total <= own
+
+
 @dataclass
 class ModelRuntime:
     manifest: dict[str, ModelSpec]
@@ -183,10 +227,16 @@ class ModelRuntime:
     fp16_mode: Fp16Mode = "auto"
     sources: LruTtlCache[Any, Any] = field(default_factory=LruTtlCache)
     """Analysed source photos, by content hash: see ``faces.source.load_sources``."""
+    users: RuntimeUsers = field(default_factory=RuntimeUsers)
+    """The jobs holding this runtime's parts now (shared with the other runtimes of ``WarmRuntimes``)."""
+    holding: bool = False
+    """Whether this runtime's job is one of ``users`` (a leased runtime) or outside them (a preview)."""
     _fp16: bool | None = None
     _resolved: dict[str, tuple[ModelSpec, Path]] = field(default_factory=dict)
-    _checked: set[ExecutionProvider] = field(default_factory=set)
-    """Providers already checked by ``warn_unusable_providers`` (a real session each: once per process)."""
+    _precisions: dict[str, str] = field(default_factory=dict)
+    """The ONNX models this runtime handed out sessions of, with their precision ("fp16", "fp32")."""
+    _checked: dict[ExecutionProvider, ProviderCheck] = field(default_factory=dict)
+    """Providers already checked by ``provider_fallbacks`` (shared by the runtimes of ``WarmRuntimes``)."""
 
     @classmethod
     def create(cls, settings: Settings, folder: Path | None = None) -> ModelRuntime:
@@ -202,9 +252,15 @@ class ModelRuntime:
             self._fp16 = wants_fp16(self.fp16_mode, self.sessions.providers, self._provider_usable)
         return self._fp16
 
-    @staticmethod
-    def _provider_usable(provider: ExecutionProvider) -> bool:
-        return check_provider(provider).usable
+    def _provider_usable(self, provider: ExecutionProvider) -> bool:
+        return self._provider_check(provider).usable
+
+    def _provider_check(self, provider: ExecutionProvider) -> ProviderCheck:
+        """Whether ``provider`` really runs here, checked once per process (a real session each)."""
+        check = self._checked.get(provider)
+        if check is None:
+            check = self._checked[provider] = check_provider(provider, self.sessions.device_id)
+        return check
 
     def resolve(self, name: str) -> ModelSpec:
         """The spec to load for ``name``: its FP16 variant when FP16 applies and that variant is installed."""
@@ -224,6 +280,7 @@ class ModelRuntime:
             resolved = self._resolved[name] = (spec, require_model(spec, self.folder))
         spec, path = resolved
         precision = "fp16" if spec.name.endswith("_fp16") else "fp32"
+        self._precisions[spec.name] = precision
         return spec, self.sessions.get(spec.name, path, precision)
 
     def embedded_model(self, name: str) -> Any:
@@ -236,16 +293,17 @@ class ModelRuntime:
         with self.embedded.using(self.spec(name)) as model:
             yield model
 
+    def provider_fallbacks(self) -> list[str]:
+        """Why each provider asked for (but the CPU) cannot run here, in one line each; every provider is
+        checked once per process. The embedded models never ask onnxruntime, so without this a CUDA
+        request would go unanswered."""
+        checks = [self._provider_check(provider) for provider in self.sessions.providers if provider != "cpu"]
+        return [fallback_message(check.requested, check.reason) for check in checks if not check.usable]
+
     def warn_unusable_providers(self) -> None:
-        """Say once on stderr (and in the pool's notices) when a provider asked for cannot run here: the
-        embedded models never ask onnxruntime, so without this a CUDA request would go unanswered."""
-        for provider in self.sessions.providers:
-            if provider == "cpu" or provider in self._checked:
-                continue
-            self._checked.add(provider)
-            check = check_provider(provider, self.sessions.device_id)
-            if not check.usable:
-                self.sessions.warn_once(fallback_message(provider, check.reason))
+        """Say once on stderr (and in the pool's notices) when a provider asked for cannot run here."""
+        for message in self.provider_fallbacks():
+            self.sessions.warn_once(message)
 
     def providers_used(self) -> list[str]:
         """The providers that really ran models in this process: those the ONNX sessions got, and the
@@ -255,10 +313,32 @@ class ModelRuntime:
             used = [*(name for name in used if name != "cpu"), "cpu"]
         return used
 
+    def precision(self) -> str:
+        """The precision that ran: "fp16" when FP16 variants ran (for the models that have one; the others
+        stay FP32), else "fp32" (the embedded models always run in FP32)."""
+        return "fp16" if "fp16" in self._precisions.values() else "fp32"
+
+    def onnx_models_used(self) -> dict[str, str]:
+        """The ONNX models that ran, each with its precision."""
+        return dict(self._precisions)
+
     def release_all(self) -> None:
-        """Free every model; the source cache stays (it is small and saves a recognizer run per job)."""
+        """Free every model now, whoever uses it; the source cache stays (it is small and saves a
+        recognizer run per job). A running job frees through ``release_models`` instead."""
         self.sessions.release_all()
         self.embedded.release_all()
+        self._resolved.clear()
+
+    def release_models(self, names: Collection[str] | None = None) -> None:
+        """Free the models (all, or the ONNX models ``names``) that no other running job holds: the
+        sessions when no other job uses this session pool, the embedded models when no other job runs at
+        all. They reload on next use."""
+        with self.users.alone(self.sessions, self.holding) as (pool_alone, all_alone):
+            if pool_alone:
+                for name in names if names is not None else self.sessions.loaded():
+                    self.sessions.release(name)
+            if all_alone and names is None:
+                self.embedded.release_all()
         self._resolved.clear()
 
     def stats(self) -> dict[str, Any]:

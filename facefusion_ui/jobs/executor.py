@@ -19,11 +19,13 @@ from typing import Any, Literal
 from facefusion_ui.core import process
 from facefusion_ui.errors import CancelledError, FacefusionError
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.state_manager import Settings
 
 logger = logging.getLogger(__name__)
 StopReason = Literal["cancelled", "lost", "interrupted"]
@@ -72,13 +74,14 @@ def execute_job(
     payload: dict[str, Any],
     folder: Path,
     log: JobLog,
-    runtime: ModelRuntime,
+    runtimes: WarmRuntimes,
     hooks: JobHooks,
     registry: ProcessorRegistry | None = None,
     stop: StopSignal | None = None,
     hold: ChunkHold | None = None,
 ) -> JobResult:
-    """Run the job in ``payload``, its segments under ``folder/work``; never raises for the job's own errors."""
+    """Run the job in ``payload`` on the execution settings it was queued with (a runtime leased from
+    ``runtimes``), its segments under ``folder/work``; never raises for the job's own errors."""
     stop = stop or StopSignal()
     started = time.perf_counter()
     done = threading.Event()
@@ -91,14 +94,18 @@ def execute_job(
             f"preset {settings.preset}; processors {', '.join(settings.processors)}"
         )
         progress = logged_progress(log, hooks.report)
-        context = RunContext(
-            runtime=runtime,
-            registry=registry,
-            progress=hold.around(progress, stop.event) if hold is not None else progress,
-            work_dir=folder / "work",
-            cancel=stop.event,
-        )
-        result = process(SwapJob(settings, tuple(sources), target, output), context).to_json()
+        with runtimes.lease(settings) as runtime:
+            context = RunContext(
+                runtime=runtime,
+                registry=registry,
+                progress=hold.around(progress, stop.event) if hold is not None else progress,
+                work_dir=folder / "work",
+                cancel=stop.event,
+            )
+            result = process(SwapJob(settings, tuple(sources), target, output), context).to_json()
+            log_execution(log, settings, runtime)
+            if settings.release_models == "after_job":
+                runtime.release_models()
     except CancelledError as error:
         return JobResult("stopped", time.perf_counter() - started, exception=error, stop_reason=stop.reason)
     except FacefusionError as error:
@@ -116,6 +123,17 @@ def execute_job(
     for note in result.get("recoveries", []):
         log.write(f"warning: {note}")
     return JobResult("completed", time.perf_counter() - started, result=result)
+
+
+def log_execution(log: JobLog, settings: Settings, runtime: ModelRuntime) -> None:
+    """What really ran against what the job asked for, and why they differ."""
+    asked = ", ".join(settings.execution_providers)
+    log.write(
+        f"ran on {', '.join(runtime.providers_used())} at {runtime.precision()} "
+        f"(asked: {asked}, device {settings.execution_device_id}, fp16 {settings.fp16})"
+    )
+    for message in runtime.provider_fallbacks():
+        log.write(f"warning: {message}")
 
 
 def failed(started: float, reason: str, transient: bool, error: BaseException) -> JobResult:

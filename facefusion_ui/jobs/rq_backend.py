@@ -34,12 +34,11 @@ except ModuleNotFoundError as missing:  # the optional 'redis' extra is not inst
         "install the redis extra with 'python -m facefusion_ui.installer --extras redis'"
     ) from missing
 
-from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, execute_job
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.outputs import OutputChooser
-from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.jobs.views import JobView
 from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
@@ -48,10 +47,10 @@ logger = logging.getLogger(__name__)
 QUEUE_NAMES = ("facefusion_ui-high", "facefusion_ui-default", "facefusion_ui-low")
 RETRY_WAITS_S = [5, 15, 45]
 KEEP_S = 7 * 24 * 3600
-current_runtime: contextvars.ContextVar[ModelRuntime] = contextvars.ContextVar("facefusion_ui_runtime")
+current_runtimes: contextvars.ContextVar[WarmRuntimes] = contextvars.ContextVar("facefusion_ui_runtimes")
+"""The worker's warm models, visible to the job function it is running."""
 current_hold: contextvars.ContextVar[ChunkHold | None] = contextvars.ContextVar("facefusion_ui_hold", default=None)
 """The worker's hold (tests, drills): it fires once per worker process, at its first job that gets there."""
-"""The worker's warm models, visible to the job function it is running."""
 
 
 def queue_for(priority: int) -> str:
@@ -88,9 +87,9 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
     def check() -> StopReason | None:
         return "cancelled" if job.get_meta(refresh=True).get("cancel_requested") else None
 
-    runtime = current_runtime.get(None) or ModelRuntime.create(payload_parts(payload)[3])
     hooks = JobHooks(report, check, check_every_s=1.0)
-    run = execute_job(payload, folder, log, runtime, hooks, hold=current_hold.get())
+    runtimes = current_runtimes.get(None) or WarmRuntimes(limit=1)  # a plain RQ worker: models per job
+    run = execute_job(payload, folder, log, runtimes, hooks, hold=current_hold.get())
     return record(job, log, run)
 
 
@@ -118,7 +117,7 @@ def record(job: RqJob, log: JobLog, run: JobResult) -> dict[str, Any] | None:
 class WarmWorker(SimpleWorker):
     """Runs jobs in this process (models stay loaded) and heartbeats while a job runs."""
 
-    runtime: ModelRuntime | None = None
+    runtimes: WarmRuntimes | None = None
     hold: ChunkHold | None = None
     lease_grace_s = 10
 
@@ -138,7 +137,7 @@ class WarmWorker(SimpleWorker):
 
         heart = threading.Thread(target=beat, daemon=True)
         heart.start()
-        token = current_runtime.set(self.runtime) if self.runtime is not None else None
+        token = current_runtimes.set(self.runtimes) if self.runtimes is not None else None
         hold_token = current_hold.set(self.hold)
         try:
             self.perform_job(job, queue, execution)
@@ -146,14 +145,14 @@ class WarmWorker(SimpleWorker):
             running.set()
             heart.join()
             if token is not None:
-                current_runtime.reset(token)
+                current_runtimes.reset(token)
             current_hold.reset(hold_token)
         self.set_state("idle")
 
 
 def run_worker(
     url: str,
-    runtime: ModelRuntime,
+    runtimes: WarmRuntimes,
     burst: bool = False,
     heartbeat_s: int = 5,
     maintenance_s: int = 10,
@@ -171,7 +170,7 @@ def run_worker(
         maintenance_interval=maintenance_s,
         worker_ttl=maintenance_s + 20,
     )
-    worker.runtime = runtime
+    worker.runtimes = runtimes
     worker.hold = hold
     worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
 

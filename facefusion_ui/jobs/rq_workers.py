@@ -8,7 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 
-from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import injected_hold
 from facefusion_ui.process_environment import configure_process
 from facefusion_ui.state_manager import Settings
@@ -46,4 +46,6 @@ def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
     settings = Settings.from_json(settings_json)
     hold = injected_hold(os.environ.get("FACEFUSION_UI_INJECT_FAULT"))  # tests and drills: a known point
     print(f"worker on {url}: models load on first use and stay warm", flush=True)
-    run_worker(url, ModelRuntime.create(settings), burst=burst, hold=hold)
+    runtimes = WarmRuntimes()
+    runtimes.runtime(settings)  # the worker's own execution settings are the first warm pool
+    run_worker(url, runtimes, burst=burst, hold=hold)

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, StopSignal, execute_job
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.store import Job, JobStore
 from facefusion_ui.memory import system_memory
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings
 
 logger = logging.getLogger(__name__)
 Event = dict[str, Any]
@@ -63,14 +62,15 @@ class Worker:
     def __init__(
         self,
         store: JobStore,
-        runtime: ModelRuntime,
+        runtimes: WarmRuntimes,
         options: WorkerOptions,
         registry: ProcessorRegistry | None = None,
         on_event: Callable[[Event], None] | None = None,
         on_progress: Callable[[int, dict[str, Any]], None] | None = None,
     ) -> None:
         self.store = store
-        self.runtime = runtime
+        self.runtimes = runtimes
+        """Warm models; each job leases a runtime on its own execution settings."""
         self.options = options
         self.registry = registry or ProcessorRegistry.discover()
         self.on_event = on_event
@@ -164,7 +164,7 @@ class Worker:
         )
         try:
             run = execute_job(
-                job.payload, folder, log, self.runtime, hooks, self.registry, stop=stop, hold=self.options.hold
+                job.payload, folder, log, self.runtimes, hooks, self.registry, stop=stop, hold=self.options.hold
             )
             self._record(job, folder, log, run)
         finally:
@@ -182,8 +182,6 @@ class Worker:
                 self._announce(
                     {"event": "completed", "job": job.id, "output": output, "seconds": run.seconds, "result": result}
                 )
-            if Settings.from_dict(job.payload["settings"]).release_models == "after_job":
-                self.runtime.release_all()
         elif run.outcome == "failed":
             self._failed(job, log, run.error or "", run.transient)
         elif run.stop_reason == "lost":

@@ -36,7 +36,7 @@ class FaceEnhancer:
         return missing_models(self.runtime, self.required_models())
 
     def release(self) -> None:
-        self.runtime.sessions.release(self.model)
+        self.runtime.release_models([self.model])
 
     def enhance_crop(self, crop: Frame) -> Frame:
         _, session = self.runtime.onnx_session(self.model)

@@ -93,8 +93,7 @@ class FaceSwapper:
     def release(self) -> None:
         with self._lock:
             self._prepared.clear()
-        for name in self.required_models():
-            self.runtime.sessions.release(name)
+        self.runtime.release_models(self.required_models())
 
     def counts(self) -> dict[str, int]:
         with self._lock:

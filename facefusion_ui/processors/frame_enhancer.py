@@ -118,7 +118,7 @@ class FrameEnhancer:
         return missing_models(self.runtime, self.required_models())
 
     def release(self) -> None:
-        self.runtime.sessions.release(self.model)
+        self.runtime.release_models([self.model])
 
     def counts(self) -> dict[str, int]:
         with self._lock:

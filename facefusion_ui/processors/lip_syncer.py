@@ -98,7 +98,7 @@ class LipSyncer:
             return self._mel
 
     def release(self) -> None:
-        self.runtime.sessions.release(self.model)
+        self.runtime.release_models([self.model])
         with self._lock:
             if self._audio is not None:
                 self._audio.close()

@@ -134,5 +134,5 @@ class PageDownloads:
         if status is not None and not status.finished:
             raise InputError(f"{name} is downloading: wait for it to finish")
         self._synced(name).delete(name)
-        self.runtime.release_all()
+        self.runtime.release_models([name])
         return path

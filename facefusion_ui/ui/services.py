@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from facefusion_ui.config import build_state, save_config
+from facefusion_ui.config import build_state, config_path, read_config, save_config
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload, validate_job
 from facefusion_ui.jobs.sqlite_backend import SqliteBackend
@@ -29,7 +30,10 @@ Origin = Literal["single", "batch", "api"]
 class UiServices:
     state: StateManager
     store: JobStore
+    runtimes: WarmRuntimes
+    """Warm models: the page's worker runs each job on its own execution settings."""
     runtime: ModelRuntime
+    """The page's own runtime (on its settings' pool): model states, source analysis and previews."""
     registry: ProcessorRegistry
     outputs_dir: Path
     uploads_dir: Path
@@ -48,14 +52,16 @@ class UiServices:
         start_worker: bool = True,
     ) -> UiServices:
         home = home or home_dir()
-        state = build_state(preset=preset)
+        state = build_state(read_config(config_path(home)), preset=preset)
         if overrides:
             state.update(overrides)
         settings = state.snapshot()
-        runtime = ModelRuntime.create(settings)
+        runtimes = WarmRuntimes()
+        runtime = runtimes.runtime(settings)
         services = cls(
             state=state,
             store=JobStore(home / "jobs.db"),
+            runtimes=runtimes,
             runtime=runtime,
             registry=ProcessorRegistry.discover(),
             outputs_dir=home / "outputs",
@@ -76,7 +82,7 @@ class UiServices:
             heartbeat_s=2.0,
             lease_s=15.0,
         )
-        self.worker = Worker(self.store, self.runtime, options, registry=self.registry)
+        self.worker = Worker(self.store, self.runtimes, options, registry=self.registry)
         self._thread = threading.Thread(target=self.worker.run, name="ui-worker", daemon=True)
         self._thread.start()
 
@@ -95,7 +101,7 @@ class UiServices:
     def save_settings(self, values: dict[str, Any]) -> Settings:
         """Validate and apply edits, then persist them: jobs queued afterwards get them, queued ones not."""
         self.state.update(values)
-        save_config(self.state.snapshot(), self.store.path.parent / "settings.json")
+        save_config(self.state.snapshot(), config_path(self.store.path.parent))
         return self.state.snapshot()
 
     def enqueue(
