@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from facefusion_ui.version import __version__
 
 PUBLIC_API = {
     "process": "facefusion_ui.core",

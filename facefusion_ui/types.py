@@ -17,7 +17,6 @@ Embedding = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float64]
 
 # Choices --------------------------------------------------------------------------------------------
-BuiltinProcessorName = Literal["face_swapper", "face_enhancer", "frame_enhancer", "lip_syncer", "face_debugger"]
 FaceSelectorMode = Literal["many", "one", "reference"]
 ReferenceFaceFrom = Literal["frame", "source"]
 FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
@@ -55,8 +54,6 @@ FaceEnhancerModel = Literal[
     "gpen_bfr_2048",
     "restoreformer_plus_plus",
 ]
-FaceOccluderModel = Literal["xseg_1", "xseg_2", "xseg_3"]
-FaceParserModel = Literal["bisenet_resnet_18", "bisenet_resnet_34"]
 FrameEnhancerModel = Literal[
     "real_esrgan_x2",
     "real_esrgan_x2_fp16",

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui import __version__
 from facefusion_ui.errors import InputError, OutOfMemory
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
@@ -34,6 +33,7 @@ from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.source_audio import replacement_audio
 from facefusion_ui.progress import FrameProgress
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.version import __version__
 from facefusion_ui.video.chunks import (
     Chunk,
     Manifest,

@@ -4,6 +4,8 @@ and the library imports neither front end."""
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import ROOT
 from tests.test_import_cycles import import_graph
 
@@ -37,5 +39,54 @@ def test_the_library_imports_no_front_end() -> None:
         for module in library
         for target in graph[module]
         if any(within(target, end) for end in FRONT_ENDS)
+    ]
+    assert not upward, upward
+
+
+def layer_table() -> list[tuple[str, list[str]]]:
+    """docs/ARCHITECTURE.md's layers in order, each with its modules as dotted prefixes
+    (``faces/`` -> ``facefusion_ui.faces``, ``video/ffmpeg.py`` -> ``facefusion_ui.video.ffmpeg``)."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    start = text.index("| layer | modules |")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        name, modules = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        paths = re.findall(r"`([\w/]+(?:\.py|/))`", modules)
+        rows.append((name, [dotted(path) for path in paths]))
+    return rows
+
+
+def dotted(path: str) -> str:
+    if path == "__init__.py":
+        return "facefusion_ui"
+    return "facefusion_ui." + path.removesuffix("/").removesuffix(".py").replace("/", ".")
+
+
+def layer_of(module: str, table: list[tuple[str, list[str]]]) -> int | None:
+    """The layer of the most specific entry naming ``module`` (a file in a listed folder belongs to it)."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(table):
+        for prefix in prefixes:
+            matches = module == prefix or (prefix != "facefusion_ui" and module.startswith(prefix + "."))
+            if matches and (best is None or len(prefix) > best[1]):
+                best = (index, len(prefix))
+    return best[0] if best is not None else None
+
+
+def test_every_import_follows_the_layer_order_of_the_architecture() -> None:
+    table = layer_table()
+    assert [name for name, _ in table][:2] == ["foundation", "settings"] and len(table) >= 10
+    graph = import_graph(ROOT)
+    unplaced = sorted(module for module in graph if layer_of(module, table) is None)
+    assert not unplaced, f"modules docs/ARCHITECTURE.md's layer table does not place: {unplaced}"
+    upward = [
+        f"{module} ({table[source][0]}) imports {target} ({table[layer][0]})"
+        for module, targets in graph.items()
+        for target in targets
+        if (source := layer_of(module, table)) is not None
+        and (layer := layer_of(target, table)) is not None
+        and layer > source
     ]
     assert not upward, upward

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from facefusion_ui import __version__
 from facefusion_ui.cli.presets import describe_memory, machine_suggestion
 from facefusion_ui.types import ExecutionProvider, choices
+from facefusion_ui.version import __version__
 
 
 def environment_report(requested: Sequence[ExecutionProvider]) -> dict[str, Any]:

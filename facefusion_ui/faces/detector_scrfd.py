@@ -64,15 +64,3 @@ def decode_scrfd(outputs: list[Any], size: int, score_threshold: float) -> list[
     return [
         Detection(all_boxes[i], float(all_scores[i]), all_points[i] if all_points is not None else None) for i in kept
     ]
-
-
-def detect_scrfd(frame: Frame, session: Any, size: int, score_threshold: float) -> list[Detection]:
-    canvas, scale = letterbox(frame, size)
-    blob = cv2.dnn.blobFromImage(canvas, 1.0 / 128.0, (size, size), (127.5, 127.5, 127.5), swapRB=True)
-    outputs = session.run(None, {session.get_inputs()[0].name: blob})
-    if len(outputs) not in (6, 9):
-        raise ValueError(f"an SCRFD detector has 6 or 9 outputs, this one has {len(outputs)}")
-    return [
-        Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None)
-        for d in decode_scrfd(outputs, size, score_threshold)
-    ]

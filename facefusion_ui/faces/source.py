@@ -39,14 +39,6 @@ class SourceIdentity:
         """The most frontal, then largest, source face: the one the embedded swapper copies."""
         return min(self.faces, key=lambda s: (abs(s.face.yaw) + abs(s.face.pitch) / 2, -s.face.area))
 
-    def mean_embedding(self) -> Embedding | None:
-        """The normalised mean of the normed embeddings (the recognizer of the analysis)."""
-        vectors = [s.face.normed_embedding for s in self.faces if s.face.normed_embedding is not None]
-        if not vectors:
-            return None
-        mean = np.mean(np.stack(vectors), axis=0)
-        return np.asarray(mean / (np.linalg.norm(mean) or 1.0), dtype=np.float32)
-
     def mean_raw_embedding(self) -> Embedding | None:
         vectors = [s.face.embedding for s in self.faces if s.face.embedding is not None]
         return np.asarray(np.mean(np.stack(vectors), axis=0), dtype=np.float32) if vectors else None

@@ -357,7 +357,7 @@ class JobStore:
                 (time.time(), job_id, owner),
             )
 
-    def mark_cancelled(self, job_id: int, owner: str | None = None) -> None:
+    def mark_cancelled(self, job_id: int) -> None:
         now = time.time()
         with self._write() as connection:
             connection.execute(

@@ -192,7 +192,7 @@ class Worker:
             self._announce({"event": "interrupted", "job": job.id})
         else:
             shutil.rmtree(folder / "work", ignore_errors=True)
-            self.store.mark_cancelled(job.id, self.owner)
+            self.store.mark_cancelled(job.id)
             log.write("cancelled")
             self._announce({"event": "cancelled", "job": job.id})
 

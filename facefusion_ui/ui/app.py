@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui import __version__
 from facefusion_ui.errors import UsageError
 from facefusion_ui.paths import home_dir
 from facefusion_ui.ui.login_limit import LoginLimiter, LoginThrottle
+from facefusion_ui.version import __version__
 
 logger = logging.getLogger(__name__)
 

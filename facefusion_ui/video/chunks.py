@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui import __version__
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.version import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,4 @@
+"""The program's version (pyproject.toml reads it from here), in a module of its own so that any layer
+can name it."""
+
+__version__ = "0.1.0"
