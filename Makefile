@@ -1,12 +1,13 @@
 # make run   - install into .venv (embedded models, no download) and open the UI on http://127.0.0.1:7860
-# make test  - install with the test tools and run ruff, mypy and the whole pytest suite
+# make test  - install with the test tools and run ruff, mypy and the whole pytest suite (at most 12 min on 2 cores)
+# make test-fast - the unit tier alone (under a minute on 2 cores): the loop to run after each edit
 PYTHON ?= python3
 VENV ?= .venv
 VENV_PY := $(VENV)/bin/python
 ARGS ?=
 INSTALL_INPUTS := pyproject.toml facefusion_ui/installer.py
 
-.PHONY: install install-test run test lint clean system-deps
+.PHONY: install install-test run test test-fast lint clean system-deps
 
 $(VENV)/.installed: $(INSTALL_INPUTS)
 	$(PYTHON) -m facefusion_ui.installer --venv $(VENV) --quiet
@@ -35,7 +36,10 @@ system-deps:
 	else echo "the tests need chromium (/usr/bin/chromium) and redis-server: sudo apt-get install chromium redis-server"; exit 1; fi
 
 test: system-deps lint
-	$(VENV_PY) -m pytest
+	$(VENV_PY) -m pytest --durations=20
+
+test-fast: install-test
+	$(VENV_PY) -m pytest --tier fast -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,4 +1,11 @@
-"""Shared fixtures: the checkout root, a runner for ``run.py`` in a subprocess, and a private data home."""
+"""Shared fixtures (the checkout root, runners for ``run.py`` in a subprocess or in this process, a private
+data home) and the test tiers.
+
+``make test-fast`` (``pytest --tier fast``) runs the unit tier alone: the files in ``UNIT_FILES``, less the
+tests marked ``slow``, each marked ``unit``; the other files are not even imported. ``make test`` runs every
+tier. A new test file is in the full tier until it is listed here: list it when its tests take well under a
+second each and start no browser, Redis, video encode of any length or ``run.py`` process.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,48 @@ from tests.support import onnx_models as onnx_models_module
 ROOT = Path(__file__).resolve().parent.parent
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
+UNIT_FILES = frozenset(
+    {
+        "test_change_gate.py",
+        "test_environment.py",
+        "test_ffmpeg_commands.py",
+        "test_function_length.py",
+        "test_identity_cache.py",
+        "test_import_cycles.py",
+        "test_layers.py",
+        "test_models_cli.py",
+        "test_presets.py",
+        "test_settings.py",
+        "test_stream_queues.py",
+        "test_yuv_frames.py",
+    }
+)
+"""The unit tier: pure functions, small structures, in-process checks of the command line."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier", choices=("fast", "all"), default="all", help="fast: the unit tier alone (make test-fast)"
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("tier") != "fast" or collection_path.suffix != ".py":
+        return None
+    return collection_path.name.startswith("test_") and collection_path.name not in UNIT_FILES
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    fast = config.getoption("tier") == "fast"
+    kept, dropped = [], []
+    for item in items:
+        unit = item.path.name in UNIT_FILES and item.get_closest_marker("slow") is None
+        if unit:
+            item.add_marker(pytest.mark.unit)
+        (kept if unit or not fast else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +90,29 @@ def run_cli() -> RunCli:
             cwd=ROOT,
             check=False,
         )
+
+    return run
+
+
+@pytest.fixture
+def cli_here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """``run.py ARGS`` in this process, for tests of the arguments' checks and the error lines, where the
+    process boundary is not what is tested: the same parser, handlers and exit codes, without the second
+    or two an interpreter takes to start and import."""
+    from facefusion_ui.cli.app import run as run_here
+
+    def run(
+        args: Sequence[str], env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        try:
+            code = run_here(list(args))
+        except SystemExit as stop:  # argparse's usage errors and --help
+            code = stop.code if isinstance(stop.code, int) else 1
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["run.py", *args], code, out, err)
 
     return run
 

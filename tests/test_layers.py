@@ -4,12 +4,20 @@ and the library imports neither front end."""
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.test_import_cycles import import_graph
+from tests.test_import_cycles import import_graph as parse_import_graph
 
 FRONT_ENDS = ("facefusion_ui.cli", "facefusion_ui.ui")
+
+
+@functools.lru_cache(maxsize=1)
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """The checkout's import graph, parsed once for the three tests here."""
+    return parse_import_graph(root)
 
 
 def within(module: str, package: str) -> bool:

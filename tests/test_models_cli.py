@@ -20,8 +20,8 @@ from tests.support import onnx_models
 from tests.support.http_server import ServedFile, serve
 
 
-def test_list_shows_embedded_installed_and_onnx_with_the_command(run_cli: RunCli, tmp_path: Path) -> None:
-    completed = run_cli(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+def test_list_shows_embedded_installed_and_onnx_with_the_command(cli_here: RunCli, tmp_path: Path) -> None:
+    completed = cli_here(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
     assert completed.returncode == 0, completed.stderr
     rows = {line.split()[0]: line for line in completed.stdout.splitlines()[1:-1]}
     for name in (
@@ -37,7 +37,7 @@ def test_list_shows_embedded_installed_and_onnx_with_the_command(run_cli: RunCli
     for name in ("det_10g", "arcface_w600k_r50", "inswapper_128", "inswapper_128_fp16", "gfpgan_1.4"):
         assert rows[name].split()[3] == "no"
         assert f"not downloaded: python run.py models download {name}" in rows[name]
-    listing = json.loads(run_cli(["models", "list", "--json"], env={"FACEFUSION_UI_MODELS": str(tmp_path)}).stdout)
+    listing = json.loads(cli_here(["models", "list", "--json"], env={"FACEFUSION_UI_MODELS": str(tmp_path)}).stdout)
     recognizers = {m["name"]: (m["metric"], m["threshold"]) for m in listing["models"] if m["role"] == "recognizer"}
     assert recognizers == {"arcface_w600k_r50": ("cosine", 0.6), "dlib_resnet": ("euclidean", 0.6)}
 
@@ -79,16 +79,16 @@ def test_import_of_a_known_model_checks_the_hash(tmp_path: Path) -> None:
         import_model(model, folder=tmp_path / "other", manifest=wrong)
 
 
-def test_import_of_an_unknown_onnx_registers_it(run_cli: RunCli, tmp_path: Path) -> None:
+def test_import_of_an_unknown_onnx_registers_it(cli_here: RunCli, tmp_path: Path) -> None:
     model = onnx_models.build_inswapper(tmp_path / "my_swapper.onnx")
     folder = tmp_path / "models"
-    completed = run_cli(["models", "import", str(model)], env={"FACEFUSION_UI_MODELS": str(folder)})
+    completed = cli_here(["models", "import", str(model)], env={"FACEFUSION_UI_MODELS": str(folder)})
     assert completed.returncode == 0, completed.stderr
     assert "my_swapper (swapper): imported" in completed.stdout and "registered as a new model" in completed.stdout
-    listing = json.loads(run_cli(["models", "list", "--json"], env={"FACEFUSION_UI_MODELS": str(folder)}).stdout)
+    listing = json.loads(cli_here(["models", "list", "--json"], env={"FACEFUSION_UI_MODELS": str(folder)}).stdout)
     entry = next(m for m in listing["models"] if m["name"] == "my_swapper")
     assert entry["installed"] and entry["verified"] is True and entry["kind"] == "onnx (imported)"
-    verify = run_cli(["models", "verify", "my_swapper"], env={"FACEFUSION_UI_MODELS": str(folder)})
+    verify = cli_here(["models", "verify", "my_swapper"], env={"FACEFUSION_UI_MODELS": str(folder)})
     assert verify.returncode == 0 and "my_swapper: ok" in verify.stdout
 
 
@@ -103,14 +103,14 @@ def test_signatures_are_recognised(tmp_path: Path) -> None:
         assert guess_role(inspect_onnx(build(tmp_path / f"{role}.onnx"))) == role
 
 
-def test_bad_imports_are_one_line_errors(run_cli: RunCli, tmp_path: Path) -> None:
+def test_bad_imports_are_one_line_errors(cli_here: RunCli, tmp_path: Path) -> None:
     text = tmp_path / "notes.onnx"
     text.write_text("hello")
-    completed = run_cli(["models", "import", str(text)], env={"FACEFUSION_UI_MODELS": str(tmp_path / "m")})
+    completed = cli_here(["models", "import", str(text)], env={"FACEFUSION_UI_MODELS": str(tmp_path / "m")})
     assert completed.returncode == 2
     assert completed.stderr.strip().startswith("error: ") and "is not an ONNX model" in completed.stderr
     assert len(completed.stderr.strip().splitlines()) == 1
-    missing = run_cli(["models", "import", str(tmp_path / "nope.onnx")])
+    missing = cli_here(["models", "import", str(tmp_path / "nope.onnx")])
     assert missing.returncode == 2 and "is not a file" in missing.stderr
     with pytest.raises(InputError, match="cannot tell what"):
         shutil.copy(onnx_models.build_gfpgan(tmp_path / "g.onnx"), tmp_path / "odd.onnx")
@@ -133,15 +133,15 @@ def _reshaped(tmp_path: Path) -> Path:
     return path
 
 
-def test_download_of_an_unknown_or_embedded_model(run_cli: RunCli) -> None:
-    unknown = run_cli(["models", "download", "nope"])
+def test_download_of_an_unknown_or_embedded_model(cli_here: RunCli) -> None:
+    unknown = cli_here(["models", "download", "nope"])
     assert unknown.returncode == 2 and "unknown model 'nope'" in unknown.stderr
-    embedded = run_cli(["models", "download", "dlib_68"])
+    embedded = cli_here(["models", "download", "dlib_68"])
     assert embedded.returncode == 0 and "nothing to download" in embedded.stdout
 
 
-def test_list_shows_the_catalog_with_how_each_download_is_checked(run_cli: RunCli, tmp_path: Path) -> None:
-    completed = run_cli(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+def test_list_shows_the_catalog_with_how_each_download_is_checked(cli_here: RunCli, tmp_path: Path) -> None:
+    completed = cli_here(["models", "list"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
     assert completed.returncode == 0, completed.stderr
     rows = {line.split()[0]: line.split() for line in completed.stdout.splitlines()[1:-1]}
     sidecar_checked = "hyperswap_1a_256 ghost_2_256 codeformer gpen_bfr_2048 xseg_3 bisenet_resnet_34 retinaface_10g"
@@ -149,7 +149,7 @@ def test_list_shows_the_catalog_with_how_each_download_is_checked(run_cli: RunCl
         assert rows[name][3] == "no" and rows[name][6] == "crc32+sha256", rows[name]
     assert rows["inswapper_128"][5:7] == ["554.3MB", "sha256"]
     assert rows["dlib_68"][6] == "package"
-    completed = run_cli(["models", "delete", "hyperswap_1a_256"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    completed = cli_here(["models", "delete", "hyperswap_1a_256"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
     assert completed.returncode == 0 and "hyperswap_1a_256: nothing to delete" in completed.stdout
 
 
@@ -159,7 +159,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_list_asks_the_server_for_sizes_the_catalog_lacks(run_cli: RunCli, tmp_path: Path) -> None:
+@pytest.mark.slow  # waits on a loopback server's answers
+def test_list_asks_the_server_for_sizes_the_catalog_lacks(cli_here: RunCli, tmp_path: Path) -> None:
     body = b"x" * 12345
     rows: list[dict[str, Any]] = [
         {"name": "served", "size": None},
@@ -172,6 +173,6 @@ def test_list_asks_the_server_for_sizes_the_catalog_lacks(run_cli: RunCli, tmp_p
     assert rows[0] == {"name": "served", "size": len(body), "size_from": "server"}
     assert rows[1] == {"name": "gone", "size": None}  # no answer: unknown, no error
     assert rows[2] == {"name": "known", "size": 99}  # the catalog's size is not asked again
-    completed = run_cli(["models", "list", "--ask-sizes"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
+    completed = cli_here(["models", "list", "--ask-sizes"], env={"FACEFUSION_UI_MODELS": str(tmp_path)})
     assert completed.returncode == 0, completed.stderr
     assert "gave no sizes" in completed.stdout or "* size as the publisher's server gives it" in completed.stdout
