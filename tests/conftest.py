@@ -57,7 +57,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     fast = config.getoption("tier") == "fast"
-    kept, dropped = [], []
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
         unit = item.path.name in UNIT_FILES and item.get_closest_marker("slow") is None
         if unit:
