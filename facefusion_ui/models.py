@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from facefusion_ui.errors import InputError, ModelError
-from facefusion_ui.paths import home_dir
+from facefusion_ui.paths import checkout_root, home_dir
 from facefusion_ui.types import DistanceMetric, ModelRole, ModelVerification, choices
 
 if sys.version_info >= (3, 11):
@@ -123,12 +123,6 @@ class ModelState:
 
 
 # Locations --------------------------------------------------------------------------------------------
-def checkout_root() -> Path | None:
-    """The source checkout the package runs from (its pyproject.toml beside it), None for a wheel."""
-    root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() else None
-
-
 def models_dir() -> Path:
     """Where downloaded and imported weights go: never inside an installed package."""
     override = os.environ.get("FACEFUSION_UI_MODELS")

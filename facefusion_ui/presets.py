@@ -1,7 +1,8 @@
 """Memory presets: read and validate the shipped ``*.toml`` files, and suggest one from this machine's memory.
 
-The files are package data (``facefusion_ui/data/presets``), read through ``importlib.resources`` so an
-installed wheel has them too; ``FACEFUSION_UI_PRESETS`` names a folder that replaces them.
+The files live in the checkout's ``presets/`` folder and a wheel ships them as package data
+(``facefusion_ui/data/presets``, read through ``importlib.resources``); ``FACEFUSION_UI_PRESETS`` names a
+folder that replaces them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import PresetError, SettingsError
+from facefusion_ui.paths import checkout_root
 from facefusion_ui.state_manager import StateManager, validate_item
 from facefusion_ui.types import PresetName, choices
 
@@ -54,9 +56,16 @@ class Preset:
 
 
 def presets_dir() -> Traversable:
-    """``FACEFUSION_UI_PRESETS`` or the presets shipped inside the package."""
+    """``FACEFUSION_UI_PRESETS``; else, run from a checkout, its ``presets/`` folder (where a user finds and
+    edits them); else the copy a wheel ships inside the package (``pyproject.toml`` maps that folder to
+    the package data ``facefusion_ui/data/presets``)."""
     override = os.environ.get("FACEFUSION_UI_PRESETS")
-    return Path(override) if override else files("facefusion_ui") / "data" / "presets"
+    if override:
+        return Path(override)
+    root = checkout_root()
+    if root is not None and (root / "presets").is_dir():
+        return root / "presets"
+    return files("facefusion_ui") / "data" / "presets"
 
 
 def preset_names() -> tuple[str, ...]:

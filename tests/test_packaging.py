@@ -19,6 +19,11 @@ import pytest
 
 from tests.conftest import ROOT
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
 PRESETS = ("balanced", "lightweight", "strict")
 CLI = "from facefusion_ui.cli import main; raise SystemExit(main())"
 
@@ -39,9 +44,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "facefusion_ui", source / "facefusion_ui", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
+    for folder in ("facefusion_ui", "presets"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     env = {**os.environ, "PIP_NO_INPUT": "1"}
     _run([*pip, "wheel", "--no-deps", str(source), "-w", str(work / "dist")], work, env, 600)
@@ -127,3 +131,9 @@ def test_a_redis_backend_without_the_extra_names_it_in_one_line(missing: str, tm
         assert "Traceback" not in completed.stderr
         (line,) = completed.stderr.strip().splitlines()
         assert f"'{missing}'" in line and "--extras redis" in line, line
+
+
+def test_the_wheels_package_list_names_every_package() -> None:
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "facefusion_ui").rglob("__init__.py")}
+    assert found <= listed, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(found - listed)}"
