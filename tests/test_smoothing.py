@@ -238,4 +238,4 @@ def test_a_face_followed_by_its_mesh_alone_stays_on_the_face(shared_runtime: Mod
         index += size
     assert max(offsets[10:]) < 0.03, offsets
     assert ((np.array(noses) > 1 / 3) & (np.array(noses) < 2 / 3)).all(), noses
-    assert pipeline.schedule.faces_followed_by_mesh == pipeline.schedule.frames_tracked > 10
+    assert pipeline.schedule.stats.faces_followed_by_mesh == pipeline.schedule.stats.frames_tracked > 10
