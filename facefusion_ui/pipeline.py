@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detection_schedule import DetectionSchedule
 from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.frame_analysis import NO_FACES as NO_FACES  # re-exported: callers name it here
-from facefusion_ui.faces.frame_analysis import FrameAnalysis
+from facefusion_ui.faces.frame_analysis import FrameAnalysis as FrameAnalysis
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.recognizer import RecognizerScale
@@ -38,6 +38,9 @@ from facefusion_ui.processors.base import (
     CountingProcessor,
     FaceReport,
     FrameContext,
+    LandmarkReadingProcessor,
+    MeshDrawingProcessor,
+    OutliningProcessor,
     Processor,
     ReportingProcessor,
     ResizingProcessor,
@@ -111,8 +114,10 @@ class FramePipeline:
             self.reference = sources.mean_raw_embedding()
         self.meshes: MeshSmoother | None = None
         """Set by ``start_video`` when a processor draws with the faces' meshes (single images: never)."""
-        self.reads_68 = not set(settings.processors) <= WITHOUT_68_LANDMARKS
+        self.reads_68 = reads_68_landmarks(self.processors)
         """Whether a processor may read the 68 landmarks (faces followed by their meshes then get them too)."""
+        self.mask_outline = first_mask_outline(self.processors)
+        """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
 
     @classmethod
     def build(
@@ -145,7 +150,7 @@ class FramePipeline:
     def start_video(self, first_frame: int, state: VideoState | None = None) -> None:
         """Called before a video's first chunk that runs: the job starts at ``first_frame``; ``state`` is
         what the pipeline knew after the last finished chunk when a run resumes (None: nothing known)."""
-        if smooths_meshes(self.settings):
+        if smooths_meshes(self.processors):
             self.meshes = MeshSmoother()
         self.schedule.first_frame = first_frame
         self.restore_video_state(state or VideoState(ScheduleState()))
@@ -301,8 +306,16 @@ class FramePipeline:
     def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
         """Run the processors on the selected faces; safe to call from several threads. After a processor
         that changed the frame's size the faces are scaled for the ones after it."""
-        context = FrameContext(index, timestamp, self.settings, analysis.selected, self.sources)
-        context = dataclasses.replace(context, report=self.report(analysis))
+        report = self.report(analysis)
+        context = FrameContext(
+            index,
+            timestamp,
+            self.settings,
+            analysis.selected,
+            self.sources,
+            report=report,
+            mask_outline=self.mask_outline,
+        )
         for processor, options in zip(self.processors, self.options, strict=True):
             height, width = frame.shape[:2]
             frame = processor.process_frame(
@@ -362,11 +375,6 @@ class FramePipeline:
         }
 
 
-WITHOUT_68_LANDMARKS = frozenset({"face_swapper", "face_enhancer", "frame_enhancer"})
-"""Built-in processors that never read a face's 68 landmarks (the debugger draws them, the lip syncer
-crops the mouth with them, a plugin may read them)."""
-
-
 @dataclass(frozen=True)
 class FrameMeshes:
     """Where the mesh smoother finds the meshes of one frame's faces (``MeshFinder``)."""
@@ -381,6 +389,21 @@ class FrameMeshes:
         return self.analyser.mesh_at(self.frame, points)
 
 
-def smooths_meshes(settings: Settings) -> bool:
-    """Whether a video's face meshes are smoothed over time: the embedded swapper draws with them."""
-    return "face_swapper" in settings.processors and settings.face_swapper_model == "mesh_warp"
+def smooths_meshes(processors: Sequence[Processor]) -> bool:
+    """Whether a video's face meshes are smoothed over time: a processor draws with them."""
+    return any(
+        isinstance(processor, MeshDrawingProcessor) and processor.needs_smoothed_mesh for processor in processors
+    )
+
+
+def reads_68_landmarks(processors: Sequence[Processor]) -> bool:
+    """Whether a processor may read the faces' 68 landmarks (one that does not say may)."""
+    return any(
+        not isinstance(processor, LandmarkReadingProcessor) or processor.needs_68_landmarks for processor in processors
+    )
+
+
+def first_mask_outline(processors: Sequence[Processor]) -> Callable[[Face], list[Points]] | None:
+    """The ``mask_outline`` of the first processor that has one (None: no processor says)."""
+    outlining = [processor for processor in processors if isinstance(processor, OutliningProcessor)]
+    return outlining[0].mask_outline if outlining else None

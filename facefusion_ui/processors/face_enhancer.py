@@ -20,6 +20,7 @@ from facefusion_ui.types import Frame
 
 class FaceEnhancer:
     name = "face_enhancer"
+    needs_68_landmarks = False
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings

@@ -21,6 +21,7 @@ from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.models import require_model
 from facefusion_ui.processors.base import FrameContext, missing_models
 from facefusion_ui.processors.inswapper import read_emap, source_latent
+from facefusion_ui.processors.mask_outlines import box_outline, mesh_outline
 from facefusion_ui.processors.mesh_warp import (
     IRIS_POINTS,
     WarpSource,
@@ -38,7 +39,7 @@ from facefusion_ui.processors.swapper_families import (
     swap_crop,
 )
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Frame
+from facefusion_ui.types import Frame, Points
 
 logger = logging.getLogger(__name__)
 PREPARED_SOURCES_LIMIT = 8
@@ -57,6 +58,7 @@ class PreparedSource:
 
 class FaceSwapper:
     name = "face_swapper"
+    needs_68_landmarks = False
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -69,6 +71,17 @@ class FaceSwapper:
         self.faces_skipped_pose = 0
         """Faces the embedded swapper left as they were, turned too far (also in ``faces_skipped``)."""
         self.masks = MaskStage(settings, runtime)
+
+    @property
+    def needs_smoothed_mesh(self) -> bool:
+        """The embedded swapper draws with the faces' meshes."""
+        return self.model == "mesh_warp"
+
+    def mask_outline(self, face: Face) -> list[Points]:
+        """The mesh's hull (the embedded swapper); the box on the 128 px ArcFace crop (the others)."""
+        if self.model == "mesh_warp":
+            return mesh_outline(face)
+        return box_outline(face, "arcface_128", 128, self.settings)
 
     @property
     def contract(self) -> SwapperContract:

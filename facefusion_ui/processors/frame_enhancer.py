@@ -91,6 +91,7 @@ def _mix(enhanced: Frame, plain: Frame, weight: float) -> Frame:
 
 class FrameEnhancer:
     name = "frame_enhancer"
+    needs_68_landmarks = False
     options = (
         ProcessorOption("model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)),
         ProcessorOption("blend", int, 80, help="enhanced frame weight in percent", low=0, high=100),
