@@ -239,6 +239,28 @@ def test_a_plugin_declaring_the_optional_face_parts_is_treated_as_a_builtin(
         assert colour_near(result, x, middle, MASK)
 
 
+def test_a_plugin_says_what_it_does_and_which_settings_are_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the built-ins do on their factories: the page labels it with its summary, shows its own settings
+    beside it, and checks a model among them at save only while it runs."""
+    from facefusion_ui.ui.processor_options import processor_label, processor_settings
+    from facefusion_ui.ui.settings import in_use
+
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    outliner = ProcessorEntry("outliner", "ffui_test_plugin:Outliner", "plugin from ffui-test-plugin")
+    registry = ProcessorRegistry([*registry_with_plugins().entries(), outliner])
+    assert processor_label(registry, "outliner") == "outliner: outlines the faces it would change"
+    assert processor_label(registry, "face_swapper").startswith("face_swapper: puts the source person's face")
+    assert processor_label(registry, "invert") == "invert"  # says nothing
+    assert processor_settings(registry, "outliner") == ("face_enhancer_model",)
+    assert "face_swapper_model" in processor_settings(registry, "face_swapper")
+    assert in_use(registry, "face_enhancer_model", Settings(processors=("outliner",)))
+    assert not in_use(registry, "face_enhancer_model", Settings(processors=("face_swapper",)))
+    assert in_use(registry, "face_detector_model", Settings(processors=("invert",)))  # no processor's own
+
+
 def colour_near(frame: np.ndarray, x: float, y: float, colour: tuple[int, int, int]) -> bool:
     """Some pixel within 2 px of (x, y) has ``colour`` (give or take antialiasing)."""
     patch = frame[max(round(y) - 2, 0) : round(y) + 3, max(round(x) - 2, 0) : round(x) + 3].astype(int)

@@ -98,6 +98,23 @@ class ConfigurableProcessor(Protocol):
 
 
 @runtime_checkable
+class DescribedProcessor(Protocol):
+    """Optional beside ``Processor``, on its factory (a class attribute, like ``options``): what it does,
+    in a few words. The page shows it beside the processor's name."""
+
+    summary: str
+
+
+@runtime_checkable
+class SettingsReadingProcessor(Protocol):
+    """Optional beside ``Processor``, on its factory: the ``Settings`` fields that are its own (its model,
+    its strength...; not the face and mask settings every face processor reads). The page shows them
+    beside it, and a model among them is checked when settings are saved only while it is in use."""
+
+    reads_settings: Sequence[str]
+
+
+@runtime_checkable
 class ResizingProcessor(Protocol):
     """Optional beside ``Processor``: a processor whose frames come out at another size (an upscaler).
     The pipeline then sends it every frame, scales the faces for the processors after it, and a video

@@ -71,11 +71,14 @@ class Tint(Invert):
 
 
 class Outliner(Invert):
-    """Declares the optional face parts a built-in declares (as the embedded swapper does): it draws with
-    the faces' smoothed meshes, never reads their 68 landmarks, and says where it pastes a face back (the
-    face's box grown by a tenth of its width on each side). Leaves the frame as it is."""
+    """Declares the optional parts a built-in declares: what it does and a setting of its own (on its
+    factory, as the built-ins do), and as the embedded swapper does, that it draws with the faces'
+    smoothed meshes, never reads their 68 landmarks, and where it pastes a face back (the face's box
+    grown by a tenth of its width on each side). Leaves the frame as it is."""
 
     name = "outliner"
+    summary = "outlines the faces it would change"
+    reads_settings = ("face_enhancer_model",)
     needs_68_landmarks = False
     needs_smoothed_mesh = True
 
