@@ -1,7 +1,8 @@
 """A job's frame pipeline, in two stages, with the models and sources prepared once.
 
-``analyse`` (detect -> landmarks -> identity through tracker and cache -> select) keeps state from frame
-to frame, so it must see frames in order; ``apply`` (the processors) is stateless per frame and runs on
+``analyse`` (detect -> landmarks -> identity through tracker and cache -> select; a video's frames in groups
+through its detection schedule, ``faces/detection_schedule.py``) keeps state from frame to frame, so it
+must see frames in order; ``apply`` (the processors) is stateless per frame and runs on
 several threads. Shared by the image and the video workflows; one per job, on the process's runtime.
 """
 
