@@ -275,7 +275,7 @@ def swap_clip(clip: Path, face: Path, folder: Path, name: str, runtime: ModelRun
 def without_smoothing(action: Callable[[], list[Frame]]) -> list[Frame]:
     """``action`` with the video pipeline's mesh smoothing turned off (for comparison only)."""
     kept = pipeline_module.smooths_meshes
-    pipeline_module.smooths_meshes = lambda settings: False
+    pipeline_module.smooths_meshes = lambda processors: False
     try:
         return action()
     finally:

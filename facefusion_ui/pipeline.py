@@ -1,7 +1,8 @@
 """A job's frame pipeline, in two stages, with the models and sources prepared once.
 
-``analyse`` (detect -> landmarks -> identity through tracker and cache -> select) keeps state from frame
-to frame, so it must see frames in order; ``apply`` (the processors) is stateless per frame and runs on
+``analyse`` (detect -> landmarks -> identity through tracker and cache -> select; a video's frames in groups
+through its detection schedule, ``faces/detection_schedule.py``) keeps state from frame to frame, so it
+must see frames in order; ``apply`` (the processors) is stateless per frame and runs on
 several threads. Shared by the image and the video workflows; one per job, on the process's runtime.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,17 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
-from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
-from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
+from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.detection_schedule import DetectionSchedule
 from facefusion_ui.faces.face import Face, FaceMesh
+from facefusion_ui.faces.frame_analysis import NO_FACES as NO_FACES  # re-exported: callers name it here
+from facefusion_ui.faces.frame_analysis import FrameAnalysis as FrameAnalysis
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
+from facefusion_ui.faces.schedule import ScheduleState
 from facefusion_ui.faces.selector import pick_face, reference_threshold, select_faces
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
@@ -36,6 +39,9 @@ from facefusion_ui.processors.base import (
     CountingProcessor,
     FaceReport,
     FrameContext,
+    LandmarkReadingProcessor,
+    MeshDrawingProcessor,
+    OutliningProcessor,
     Processor,
     ReportingProcessor,
     ResizingProcessor,
@@ -69,17 +75,6 @@ class VideoState:
         return cls(ScheduleState.from_json(data["schedule"]), data.get("identities"), data.get("meshes"))
 
 
-@dataclass(frozen=True)
-class FrameAnalysis:
-    faces: list[Face]
-    selected: list[Face]
-    track_ids: tuple[int | None, ...] = ()
-    """The identity of each of ``faces`` when the identity cache is on."""
-
-
-NO_FACES = FrameAnalysis([], [])
-
-
 @dataclass
 class PipelineStats:
     frames: int = 0
@@ -107,15 +102,8 @@ class FramePipeline:
         self.scale: RecognizerScale = analyser.recognizer_scale(settings)
         self.reference: Embedding | None = None
         self.stats = PipelineStats()
-        self.schedule = ScheduleStats()
-        self.followed: list[Points] | None = None
-        """Face boxes of the last frame analysed in a video (None: not known, e.g. at a chunk's start)."""
-        self.stretch = 1
-        """Groups span this many intervals: doubled by each group skipped or tracked, back to 1 at a new face."""
-        self.faceless = FacelessFrame()
-        """The last frame a full-frame detection found no face in: probes search only what changed since."""
-        self.first_frame = 0
-        """The job's first frame: the detection groups' grid counts from it."""
+        self.schedule = DetectionSchedule(analyser, settings)
+        """Which video frames get a full-frame detection, and what it knows from frame to frame."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -127,8 +115,10 @@ class FramePipeline:
             self.reference = sources.mean_raw_embedding()
         self.meshes: MeshSmoother | None = None
         """Set by ``start_video`` when a processor draws with the faces' meshes (single images: never)."""
-        self.reads_68 = not set(settings.processors) <= WITHOUT_68_LANDMARKS
+        self.reads_68 = reads_68_landmarks(self.processors)
         """Whether a processor may read the 68 landmarks (faces followed by their meshes then get them too)."""
+        self.mask_outline = first_mask_outline(self.processors)
+        """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
 
     @classmethod
     def build(
@@ -156,34 +146,24 @@ class FramePipeline:
     def group_size_from(self, index: int) -> int:
         """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (see
         ``faces/schedule.py``: groups never cross the grid counted from the job's first frame)."""
-        return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
+        return self.schedule.group_size_from(index)
 
     def start_video(self, first_frame: int, state: VideoState | None = None) -> None:
         """Called before a video's first chunk that runs: the job starts at ``first_frame``; ``state`` is
         what the pipeline knew after the last finished chunk when a run resumes (None: nothing known)."""
-        self.first_frame = first_frame
-        if smooths_meshes(self.settings):
+        if smooths_meshes(self.processors):
             self.meshes = MeshSmoother()
+        self.schedule.first_frame = first_frame
         self.restore_video_state(state or VideoState(ScheduleState()))
 
     def video_state(self) -> VideoState:
-        followed = None
-        if self.followed is not None:
-            followed = tuple((float(b[0]), float(b[1]), float(b[2]), float(b[3])) for b in self.followed)
         identities = self.identities.to_json() if self.identities is not None else None
         meshes = self.meshes.to_json() if self.meshes is not None else None
-        return VideoState(ScheduleState(followed, self.stretch, self.faceless.cells), identities, meshes)
+        return VideoState(self.schedule.state(), identities, meshes)
 
     def restore_video_state(self, state: VideoState) -> None:
         """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
-        schedule = state.schedule
-        followed = schedule.followed
-        self.followed = None if followed is None else [np.array(box, dtype=np.float32) for box in followed]
-        self.stretch = schedule.stretch
-        if schedule.faceless is None:
-            self.faceless.forget()
-        else:
-            self.faceless.keep(schedule.faceless)
+        self.schedule.restore(state.schedule)
         if self.identities is not None:
             if state.identities is not None:
                 self.identities.load_json(state.identities)
@@ -207,89 +187,10 @@ class FramePipeline:
         self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]
     ) -> list[FrameAnalysis]:
         """Consecutive video frames (as many as ``group_size_from`` their first), analysed with the
-        detection schedule of ``faces/schedule.py``. Call with the frames in order."""
-        results: list[FrameAnalysis] = []
-        first = 0
-        if self.followed is None:  # nothing known before: the first frame alone tells what is in view
-            results.append(self.analyse_followed(images[0], indices[0], timestamps[0], None))
-            self.schedule.frames_full += 1
-            first = 1
-            if len(images) == 1:
-                return results
-        probe = self.probe(images[-1])
-        plan = plan_group(self.followed, [detection.bbox for detection in probe])
-        if plan == "skip":
-            rest = len(images) - first
-            self.stats.frames += rest
-            self.schedule.frames_skipped += rest - 1
-            self.followed = []
-            self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
-            return results + [NO_FACES] * rest
-        # the same faces go on: the next group may be longer; a face that appeared: back to the interval
-        self.stretch = min(self.stretch * 2, STRETCH_GROWTH) if plan == "track" else 1
-        for position in range(first, len(images) - 1):
-            around = self.followed if plan == "track" else None
-            results.append(self.analyse_followed(images[position], indices[position], timestamps[position], around))
-            if plan == "track":
-                self.schedule.frames_tracked += 1
-            else:
-                self.schedule.frames_full += 1
-        results.append(self.analyse(images[-1].bgr(), indices[-1], timestamps[-1], probe))
+        detection schedule (``faces/detection_schedule.py``). Call with the frames in order."""
+        results = self.schedule.analyse_group(images, indices, timestamps, self)
+        self.stats.frames += len(results)
         return results
-
-    def probe(self, image: FrameImage) -> list[Detection]:
-        """A detection on the frame's search view, in frame coordinates: full-frame, or when no face was
-        in view before, only in the areas that changed since the last faceless frame (``change_gate.py``)."""
-        view = self.analyser.search_view(image, self.settings)
-        cells = thumbnail(view.image)
-        height, width = view.image.shape[:2]
-        gated = self.followed == [] and self.settings.face_detector_interval > 1  # interval 1: every frame in full
-        areas = self.faceless.areas_to_search(cells, width, height) if gated else None
-        if areas and not self.analyser.area_search_pays(self.settings):
-            areas = None
-        if areas is None:
-            found = self.detect_whole(view, cells)
-            self.schedule.frames_full += 1
-        elif areas:
-            found = self.analyser.detect_in_areas(view, areas, self.settings)
-            self.schedule.probes_of_areas += 1
-        else:
-            found = []
-            self.schedule.probes_unchanged += 1
-        return found
-
-    def detect_whole(self, view: SearchView, cells: np.ndarray | None = None) -> list[Detection]:
-        """A full-frame detection of a video frame; an empty frame becomes the one probes compare with."""
-        found = self.analyser.detect_view(view, self.settings)
-        if found:
-            self.faceless.forget()
-        else:
-            self.faceless.keep(thumbnail(view.image) if cells is None else cells)
-        return found
-
-    def analyse_followed(
-        self, image: FrameImage, index: int, timestamp: float, around: list[Points] | None
-    ) -> FrameAnalysis:
-        """A frame searched around the ``around`` boxes only (faces followed), or whole when None."""
-        if around is not None and not around:
-            self.stats.frames += 1
-            self.followed = []
-            return NO_FACES
-        frame = image.bgr()
-        known: list[Face] = []
-        if around is None:
-            detections = self.detect_whole(self.analyser.search_view(image, self.settings))
-        else:
-            known, rest = self.follow_meshes(frame, index, around)
-            self.schedule.faces_followed_by_mesh += len(known)
-            detections = self.analyser.detect_around(frame, rest, self.settings) if rest else []
-        result = self.analyse(frame, index, timestamp, detections, known)
-        if around is not None:
-            # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
-            found = [face.bbox for face in result.faces]
-            missed = [box for box in around if not any(_overlaps(box, other) for other in found)]
-            self.followed = found + missed
-        return result
 
     def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
         """The faces of ``boxes`` (followed from the frame before) whose smoothed mesh goes on into this
@@ -318,8 +219,19 @@ class FramePipeline:
         """Faces of ``frame`` and the ones to process. Call in frame order (tracking state).
         ``detections``: the boxes when already found (else a full-frame detection runs); ``known``:
         faces followed by their meshes (``follow_meshes``)."""
+        self.stats.frames += 1
+        return self.analyse_faces(frame, index, timestamp, detections, known)
+
+    def analyse_faces(
+        self,
+        frame: Frame,
+        index: int,
+        timestamp: float,
+        detections: list[Detection] | None,
+        known: Sequence[Face],
+    ) -> FrameAnalysis:
+        """``analyse`` without counting the frame (``analyse_group`` counts its frames, skipped ones too)."""
         faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections, known=known)
-        self.followed = [face.bbox for face in faces]
         track_ids: tuple[int | None, ...] = ()
         if self.needs_embeddings and faces:
             rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
@@ -338,7 +250,6 @@ class FramePipeline:
         selected = select_faces(faces, self.settings, self.reference, self.scale)
         if self.meshes is not None and selected:
             faces, selected = self.smooth_meshes(frame, index, timestamp, faces, selected, track_ids)
-        self.stats.frames += 1
         self.stats.faces_selected += len(selected)
         return FrameAnalysis(faces, selected, track_ids)
 
@@ -396,8 +307,16 @@ class FramePipeline:
     def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
         """Run the processors on the selected faces; safe to call from several threads. After a processor
         that changed the frame's size the faces are scaled for the ones after it."""
-        context = FrameContext(index, timestamp, self.settings, analysis.selected, self.sources)
-        context = dataclasses.replace(context, report=self.report(analysis))
+        report = self.report(analysis)
+        context = FrameContext(
+            index,
+            timestamp,
+            self.settings,
+            analysis.selected,
+            self.sources,
+            report=report,
+            mask_outline=self.mask_outline,
+        )
         for processor, options in zip(self.processors, self.options, strict=True):
             height, width = frame.shape[:2]
             frame = processor.process_frame(
@@ -465,15 +384,10 @@ class FramePipeline:
             **{key: count for key, count in sorted(done.items()) if key != "faces_swapped"},
             "recognizer_calls": self.analyser.counters.recognizer_calls,
             "identity_cache": cache,
-            "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.to_json()},
+            "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.stats.to_json()},
             "models_used": self.models_used(),
             "masks": masks_summary(self.settings, self.processors),
         }
-
-
-WITHOUT_68_LANDMARKS = frozenset({"face_swapper", "face_enhancer", "frame_enhancer"})
-"""Built-in processors that never read a face's 68 landmarks (the debugger draws them, the lip syncer
-crops the mouth with them, a plugin may read them)."""
 
 
 @dataclass(frozen=True)
@@ -490,10 +404,21 @@ class FrameMeshes:
         return self.analyser.mesh_at(self.frame, points)
 
 
-def smooths_meshes(settings: Settings) -> bool:
-    """Whether a video's face meshes are smoothed over time: the embedded swapper draws with them."""
-    return "face_swapper" in settings.processors and settings.face_swapper_model == "mesh_warp"
+def smooths_meshes(processors: Sequence[Processor]) -> bool:
+    """Whether a video's face meshes are smoothed over time: a processor draws with them."""
+    return any(
+        isinstance(processor, MeshDrawingProcessor) and processor.needs_smoothed_mesh for processor in processors
+    )
 
 
-def _overlaps(a: Points, b: Points) -> bool:
-    return bool(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+def reads_68_landmarks(processors: Sequence[Processor]) -> bool:
+    """Whether a processor may read the faces' 68 landmarks (one that does not say may)."""
+    return any(
+        not isinstance(processor, LandmarkReadingProcessor) or processor.needs_68_landmarks for processor in processors
+    )
+
+
+def first_mask_outline(processors: Sequence[Processor]) -> Callable[[Face], list[Points]] | None:
+    """The ``mask_outline`` of the first processor that has one (None: no processor says)."""
+    outlining = [processor for processor in processors if isinstance(processor, OutliningProcessor)]
+    return outlining[0].mask_outline if outlining else None

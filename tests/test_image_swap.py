@@ -18,6 +18,7 @@ from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.models import load_manifest
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.inswapper import read_emap, source_latent
+from facefusion_ui.processors.latent_swapper import LatentSwapper
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 from tests.support.onnx_models import swapper_colour_matrix, swapper_emap
@@ -141,6 +142,7 @@ def test_inswapper_latent_is_embedding_times_emap(onnx_models: Path, astronaut_p
     runtime = onnx_runtime(onnx_models)
     settings = SETTINGS.with_items(face_swapper_model="inswapper_128")
     swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, LatentSwapper)
     assert swapper.pre_check() == []
     sources = load_sources([astronaut_path, media.grace_hopper_path()], FaceAnalyser(runtime), settings)
     latent = swapper.prepare(sources).latent
@@ -182,9 +184,9 @@ def test_inswapper_paste_back_changes_only_the_face(onnx_models: Path, astronaut
     ]
     shift = centre.astype(float).mean(axis=(0, 1)) - original.astype(float).mean(axis=(0, 1))
     # the generated model adds (latent @ colour) to the RGB crop: the face centre moves by that colour
-    latent = (
-        FaceSwapper(settings, runtime).prepare(load_sources([astronaut_path], FaceAnalyser(runtime), settings)).latent
-    )
+    swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, LatentSwapper)
+    latent = swapper.prepare(load_sources([astronaut_path], FaceAnalyser(runtime), settings)).latent
     assert latent is not None
     expected_rgb = (latent @ swapper_colour_matrix()).reshape(-1) * 255
     for channel, expected in zip((2, 1, 0), expected_rgb, strict=True):  # BGR vs RGB

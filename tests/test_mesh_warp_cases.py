@@ -33,6 +33,7 @@ from facefusion_ui.processors.mesh_warp import (
     opening_contours,
     with_irises,
 )
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.source_glasses import EYE_CORNERS, eye_frame, wears_glasses
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
@@ -282,4 +283,4 @@ def test_keep_source_glasses_is_a_setting_a_flag_and_a_page_control() -> None:
     parser = argparse.ArgumentParser()
     add_settings_arguments(parser, processor_names=["face_swapper"], processor_options={})
     assert settings_from_args(parser.parse_args(["--keep-source-glasses"])).keep_source_glasses is True
-    assert "keep_source_glasses" in processor_settings("face_swapper")
+    assert "keep_source_glasses" in processor_settings(ProcessorRegistry.discover(), "face_swapper")

@@ -23,6 +23,7 @@ from facefusion_ui.models import load_manifest
 from facefusion_ui.processors.enhancer_families import ENHANCER_CONTRACTS
 from facefusion_ui.processors.face_enhancer import FaceEnhancer
 from facefusion_ui.processors.face_swapper import FaceSwapper
+from facefusion_ui.processors.latent_swapper import LatentSwapper
 from facefusion_ui.processors.swapper_families import SWAPPER_CONTRACTS, explode, implode
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import FaceEnhancerModel, FaceSwapperModel, choices
@@ -164,6 +165,7 @@ def test_swapper_family_crop_normalisation_source_and_paste_back(onnx_models: Pa
     runtime = runtime_for(onnx_models)
     settings = Settings(face_swapper_model=model)  # type: ignore[arg-type]
     swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, LatentSwapper)  # the entry point makes the ONNX kind for an ONNX model
     assert swapper.pre_check() == []
     source_image, frame = textured(seed=5), textured(seed=9)
     prepared = swapper.prepare(source_identity(source_image))
@@ -200,6 +202,7 @@ def test_pixel_boost_runs_the_model_on_interleaved_tiles(onnx_models: Path, mode
     runtime = runtime_for(onnx_models)
     settings = Settings(face_swapper_model=model, face_swapper_pixel_boost=boost)  # type: ignore[arg-type]
     swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, LatentSwapper)  # the entry point makes the ONNX kind for an ONNX model
     assert swapper.pre_check() == []
     prepared = swapper.prepare(source_identity(textured(seed=5)))
     from facefusion_ui.processors.swapper_families import swap_crop

@@ -20,6 +20,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.base import FrameContext, Processor
+from facefusion_ui.processors.face_debugger import MASK
 from facefusion_ui.processors.options import ProcessorOption, check_option_values, resolve_options
 from facefusion_ui.processors.registry import BUILTIN_PROCESSORS, ENTRY_POINT_GROUP, ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings
@@ -205,6 +206,65 @@ def test_options_reach_the_context_in_the_pipeline(
             [source],
             registry,
         )
+
+
+def test_a_plugin_declaring_the_optional_face_parts_is_treated_as_a_builtin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_runtime: ModelRuntime
+) -> None:
+    """A plugin that says what the embedded swapper says (it draws with smoothed meshes, never reads the
+    68 landmarks) gets what the swapper gets: a video's meshes smoothed, faces followed by their meshes
+    without a landmark pass; and the face debugger after it draws the outline the plugin gives."""
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source, _ = write_photos(tmp_path / "media")
+    outliner = ProcessorEntry("outliner", "ffui_test_plugin:Outliner", "plugin from ffui-test-plugin")
+    registry = ProcessorRegistry([*registry_with_plugins().entries(), outliner])
+
+    def pipeline(*processors: str) -> FramePipeline:
+        return FramePipeline.build(Settings(processors=processors), shared_runtime, [source], registry)
+
+    for chain in (pipeline("face_swapper"), pipeline("outliner")):
+        assert chain.meshes is None and not chain.reads_68
+        chain.start_video(0)
+        assert chain.meshes is not None
+    assert pipeline("invert").reads_68  # a processor that does not say may read them
+    debugged = pipeline("outliner", "face_debugger")
+    frame = media.grace_hopper()
+    analysis = debugged.analyse(frame)
+    [face] = analysis.selected
+    result = debugged.apply(frame.copy(), analysis)
+    x1, y1, x2, y2 = (float(value) for value in face.bbox)
+    grow, middle = (x2 - x1) / 10, (y1 + y2) / 2
+    for x in (x1 - grow, x2 + grow):
+        assert colour_near(result, x, middle, MASK)
+
+
+def test_a_plugin_says_what_it_does_and_which_settings_are_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the built-ins do on their factories: the page labels it with its summary, shows its own settings
+    beside it, and checks a model among them at save only while it runs."""
+    from facefusion_ui.ui.processor_options import processor_label, processor_settings
+    from facefusion_ui.ui.settings import in_use
+
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    outliner = ProcessorEntry("outliner", "ffui_test_plugin:Outliner", "plugin from ffui-test-plugin")
+    registry = ProcessorRegistry([*registry_with_plugins().entries(), outliner])
+    assert processor_label(registry, "outliner") == "outliner: outlines the faces it would change"
+    assert processor_label(registry, "face_swapper").startswith("face_swapper: puts the source person's face")
+    assert processor_label(registry, "invert") == "invert"  # says nothing
+    assert processor_settings(registry, "outliner") == ("face_enhancer_model",)
+    assert "face_swapper_model" in processor_settings(registry, "face_swapper")
+    assert in_use(registry, "face_enhancer_model", Settings(processors=("outliner",)))
+    assert not in_use(registry, "face_enhancer_model", Settings(processors=("face_swapper",)))
+    assert in_use(registry, "face_detector_model", Settings(processors=("invert",)))  # no processor's own
+
+
+def colour_near(frame: np.ndarray, x: float, y: float, colour: tuple[int, int, int]) -> bool:
+    """Some pixel within 2 px of (x, y) has ``colour`` (give or take antialiasing)."""
+    patch = frame[max(round(y) - 2, 0) : round(y) + 3, max(round(x) - 2, 0) : round(x) + 3].astype(int)
+    return bool((np.abs(patch - np.array(colour)).max(axis=2) <= 40).any())
 
 
 def test_declared_options_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,9 @@ from facefusion_ui.faces.schedule import ScheduleState
 from facefusion_ui.faces.smoothing import OneEuroParameters, one_euro_step
 from facefusion_ui.frames import BgrImage
 from facefusion_ui.pipeline import FrameMeshes, FramePipeline, VideoState, smooths_meshes
+from facefusion_ui.processors.base import Processor
 from facefusion_ui.processors.mesh_warp import FACE_OVAL
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from tests.support import media, videos
@@ -133,9 +135,13 @@ def test_the_saved_state_smooths_as_the_running_one(analyser: FaceAnalyser) -> N
     assert np.array_equal(expected.mesh.points, got.mesh.points)
 
 
-def test_only_the_embedded_swapper_smooths() -> None:
-    assert smooths_meshes(Settings().with_items(processors=("face_swapper",), face_swapper_model="mesh_warp"))
-    assert not smooths_meshes(Settings().with_items(processors=("face_enhancer",)))
+def test_only_the_embedded_swapper_smooths(shared_runtime: ModelRuntime) -> None:
+    def chain(settings: Settings) -> list[Processor]:
+        registry = ProcessorRegistry.discover()
+        return [registry.create(name, settings, shared_runtime) for name in settings.processors]
+
+    assert smooths_meshes(chain(Settings().with_items(processors=("face_swapper",), face_swapper_model="mesh_warp")))
+    assert not smooths_meshes(chain(Settings().with_items(processors=("face_enhancer",))))
 
 
 def face_change(frames: list[Frame], area: np.ndarray) -> float:
@@ -238,4 +244,4 @@ def test_a_face_followed_by_its_mesh_alone_stays_on_the_face(shared_runtime: Mod
         index += size
     assert max(offsets[10:]) < 0.03, offsets
     assert ((np.array(noses) > 1 / 3) & (np.array(noses) < 2 / 3)).all(), noses
-    assert pipeline.schedule.faces_followed_by_mesh == pipeline.schedule.frames_tracked > 10
+    assert pipeline.schedule.stats.faces_followed_by_mesh == pipeline.schedule.stats.frames_tracked > 10

@@ -81,17 +81,17 @@ def request(
     saved = services.settings()
     fields = option_fields(services)
     defaults = [option.default for _, option in fields[: len(fields) - len(options)]] if options else []
-    values = [chosen.get(key, getattr(saved, key)) for key in single_keys()]
+    values = [chosen.get(key, getattr(saved, key)) for key in single_keys(services.registry)]
     fixed = [[str(path) for path in sources], None if target is None else str(target), frame, *trim]
     return [*fixed, list(processors), position, *output, *values, *defaults, *options]
 
 
 def start(services: UiServices, *args: Any, current: int | None = None, **kwargs: Any) -> tuple[Any, ...]:
-    return single_run.run_start(services, single_keys(), current, *request(services, *args, **kwargs))
+    return single_run.run_start(services, single_keys(services.registry), current, *request(services, *args, **kwargs))
 
 
 def preview(services: UiServices, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    return single_run.run_preview(services, single_keys(), *request(services, *args, **kwargs))
+    return single_run.run_preview(services, single_keys(services.registry), *request(services, *args, **kwargs))
 
 
 def test_services_live_in_the_private_home(services: UiServices, private_home: Path) -> None:
@@ -410,7 +410,7 @@ def test_processor_options_get_a_control_each(with_plugin: None, services: UiSer
     assert isinstance(enabled, gr.Checkbox) and enabled.value is True
     assert isinstance(gain, gr.Slider) and gain.maximum == 1.0
     assert level.label == "tint: value written into the channel"
-    assert len(tab.setting_controls) == len(single_keys())
+    assert len(tab.setting_controls) == len(single_keys(services.registry))
 
 
 def test_start_queues_the_option_controls_values(

@@ -152,7 +152,7 @@ def test_runtime_finds_a_model_that_arrived_after_a_miss(offline: UiServices, st
 
 def run_start(page: UiServices, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
     values = request(page, *args, **kwargs)
-    return list(single_models.run_start_with_models(page, single_keys(), None, *values))
+    return list(single_models.run_start_with_models(page, single_keys(page.registry), None, *values))
 
 
 def test_start_downloads_what_the_job_needs_then_queues_it(
@@ -223,12 +223,12 @@ def test_gated_preview_skips_stale_changes(page: UiServices, photos: dict[str, P
 
     values = request(page, [photos["face"]], photos["grace"])
     gate = PreviewGate(quiet_s=0.05)
-    message, pair = single_run.gated_preview(page, single_keys(), gate, "page", *values)
+    message, pair = single_run.gated_preview(page, single_keys(page.registry), gate, "page", *values)
     assert message == "" and pair[0].shape == pair[1].shape
     slow = PreviewGate(quiet_s=60)  # held in its quiet wait until a newer change comes
     results: list[tuple[Any, Any]] = []
     thread = threading.Thread(
-        target=lambda: results.append(single_run.gated_preview(page, single_keys(), slow, "page", *values))
+        target=lambda: results.append(single_run.gated_preview(page, single_keys(page.registry), slow, "page", *values))
     )
     thread.start()
     wait_until(lambda: slow.last("page") == 1, "the first change's ticket")

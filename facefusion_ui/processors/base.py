@@ -11,7 +11,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.processors.options import OptionValue, ProcessorOption
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import DistanceMetric, Embedding, Frame
+from facefusion_ui.types import DistanceMetric, Embedding, Frame, Points
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class FrameContext:
     the job's settings give it or else its default."""
     report: FaceReport | None = None
     """Every face of the frame and why it was or was not selected (None: not known, e.g. a bare call)."""
+    mask_outline: Callable[[Face], list[Points]] | None = None
+    """Where the chain's first ``OutliningProcessor`` pastes a face back, for processors that show it (the
+    face debugger); None: no processor of the chain says."""
 
 
 @runtime_checkable
@@ -95,6 +98,23 @@ class ConfigurableProcessor(Protocol):
 
 
 @runtime_checkable
+class DescribedProcessor(Protocol):
+    """Optional beside ``Processor``, on its factory (a class attribute, like ``options``): what it does,
+    in a few words. The page shows it beside the processor's name."""
+
+    summary: str
+
+
+@runtime_checkable
+class SettingsReadingProcessor(Protocol):
+    """Optional beside ``Processor``, on its factory: the ``Settings`` fields that are its own (its model,
+    its strength...; not the face and mask settings every face processor reads). The page shows them
+    beside it, and a model among them is checked when settings are saved only while it is in use."""
+
+    reads_settings: Sequence[str]
+
+
+@runtime_checkable
 class ResizingProcessor(Protocol):
     """Optional beside ``Processor``: a processor whose frames come out at another size (an upscaler).
     The pipeline then sends it every frame, scales the faces for the processors after it, and a video
@@ -114,6 +134,36 @@ class ReportingProcessor(Protocol):
 
     def changes_frame_with(self, report: FaceReport) -> bool:
         """Whether ``process_frame`` may change a frame whose analysis is ``report``."""
+        ...
+
+
+@runtime_checkable
+class LandmarkReadingProcessor(Protocol):
+    """Optional beside ``Processor``: whether it reads the faces' 68 landmarks (``Face.landmarks_68``). A
+    processor that does not say is taken to read them, so a face the video pipeline reads from its mesh
+    alone (no detection, see ``MeshDrawingProcessor``) gets them too, at the cost of a landmark pass."""
+
+    needs_68_landmarks: bool
+
+
+@runtime_checkable
+class MeshDrawingProcessor(Protocol):
+    """Optional beside ``Processor``: whether it draws with the faces' 468-point meshes (``Face.mesh``).
+    When a processor of the chain says True, a video's selected faces get their meshes smoothed over time
+    (``faces/mesh_smoother.py``, saved with each chunk), and between the detection probes a face whose
+    track goes on is read from its smoothed mesh alone. A processor that does not say: False."""
+
+    needs_smoothed_mesh: bool
+
+
+@runtime_checkable
+class OutliningProcessor(Protocol):
+    """Optional beside ``Processor``: a face processor that pastes its result back through a mask says
+    where. The pipeline hands the first such processor's ``mask_outline`` to the others
+    (``FrameContext.mask_outline``): the face debugger draws it round each selected face."""
+
+    def mask_outline(self, face: Face) -> list[Points]:
+        """The outline of its paste-back mask on ``face``, as closed polygons in frame pixels."""
         ...
 
 

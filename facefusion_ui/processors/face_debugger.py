@@ -12,13 +12,11 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from facefusion_ui.faces.alignment import TemplateName, estimate_matrix
 from facefusion_ui.faces.face import Face, embedding_distance
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.tracker import FRONTAL_YAW
-from facefusion_ui.masks.box import box_mask
 from facefusion_ui.processors.base import FaceReport, FrameContext
-from facefusion_ui.processors.mouth_mask import mouth_mask
+from facefusion_ui.processors.mask_outlines import box_outline
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
 
@@ -82,29 +80,12 @@ def frame_annotations(context: FrameContext) -> list[Annotation]:
     return [describe(face, report, position) for position, face in enumerate(faces)]
 
 
-def mask_outline(face: Face, settings: Settings) -> list[Points]:
-    """The outline (frame pixels) of the paste-back mask the first face processor of ``settings`` uses."""
-    if "lip_syncer" in settings.processors and "face_swapper" not in settings.processors:
-        size = 512
-        matrix = estimate_matrix(face.kps, "ffhq_512", size)
-        landmarks = None
-        if face.landmarks_68 is not None:
-            landmarks = cv2.transform(np.asarray(face.landmarks_68, np.float32)[None], matrix)[0]
-        crop_mask = mouth_mask(size, landmarks, settings.face_mask_blur)
-    elif "face_swapper" in settings.processors and settings.face_swapper_model == "mesh_warp":
-        if face.mesh is None:
-            return []
-        hull: Points = np.asarray(cv2.convexHull(np.asarray(face.mesh.points, np.float32)), np.float32)
-        return [hull.reshape(-1, 2)]
-    else:
-        swapping = "face_swapper" in settings.processors
-        template: TemplateName = "arcface_128" if swapping else "ffhq_512"
-        size = 128 if swapping else 512
-        matrix = estimate_matrix(face.kps, template, size)
-        crop_mask = box_mask((size, size), settings.face_mask_padding, settings.face_mask_blur)
-    contours, _ = cv2.findContours((crop_mask >= 0.5).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    inverse = cv2.invertAffineTransform(matrix)
-    return [cv2.transform(contour.reshape(1, -1, 2).astype(np.float32), inverse)[0] for contour in contours]
+def mask_outline(face: Face, context: FrameContext) -> list[Points]:
+    """The outline (frame pixels) of the paste-back mask of the chain's first processor that says where
+    (``OutliningProcessor``); when none does, the box of the aligned face (512 px, FFHQ template)."""
+    if context.mask_outline is not None:
+        return context.mask_outline(face)
+    return box_outline(face, "ffhq_512", 512, context.settings)
 
 
 def _points(frame: Frame, points: Points, colour: tuple[int, int, int], radius: int) -> None:
@@ -112,7 +93,7 @@ def _points(frame: Frame, points: Points, colour: tuple[int, int, int], radius: 
         cv2.circle(frame, (round(float(x)), round(float(y))), radius, colour, -1, cv2.LINE_AA)
 
 
-def draw(frame: Frame, note: Annotation, settings: Settings) -> None:
+def draw(frame: Frame, note: Annotation, context: FrameContext) -> None:
     face = note.face
     colour = SELECTED if note.selected else SKIPPED
     thick = max(1, round(face.width / 100))
@@ -124,7 +105,7 @@ def draw(frame: Frame, note: Annotation, settings: Settings) -> None:
         _points(frame, face.landmarks_68, POINTS, max(1, thick))
     _points(frame, face.kps, colour, max(2, thick + 1))
     if note.selected:
-        outlines = [np.round(outline).astype(np.int32) for outline in mask_outline(face, settings)]
+        outlines = [np.round(outline).astype(np.int32) for outline in mask_outline(face, context)]
         cv2.polylines(frame, outlines, True, MASK, thick, cv2.LINE_AA)
     scale = max(0.35, min(face.width / 200, 1.2))
     step = round(22 * scale) + 2
@@ -136,6 +117,8 @@ def draw(frame: Frame, note: Annotation, settings: Settings) -> None:
 
 class FaceDebugger:
     name = "face_debugger"
+    summary = "draws the faces found (boxes and points), to check detection"
+    needs_68_landmarks = True  # it draws them
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -167,7 +150,7 @@ class FaceDebugger:
             return frame
         drawn: Frame = frame.copy()
         for note in notes:
-            draw(drawn, note, context.settings)
+            draw(drawn, note, context)
         with self._lock:
             self.faces_annotated += len(notes)
         return drawn

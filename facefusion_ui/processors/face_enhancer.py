@@ -20,6 +20,9 @@ from facefusion_ui.types import Frame
 
 class FaceEnhancer:
     name = "face_enhancer"
+    summary = "restores face detail (sharper eyes, skin) after the swap"
+    reads_settings = ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight")
+    needs_68_landmarks = False
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings

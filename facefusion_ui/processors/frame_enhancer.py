@@ -91,6 +91,8 @@ def _mix(enhanced: Frame, plain: Frame, weight: float) -> Frame:
 
 class FrameEnhancer:
     name = "frame_enhancer"
+    summary = "upscales the whole frame"
+    needs_68_landmarks = False
     options = (
         ProcessorOption("model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)),
         ProcessorOption("blend", int, 80, help="enhanced frame weight in percent", low=0, high=100),

@@ -19,11 +19,12 @@ import cv2
 import numpy as np
 
 from facefusion_ui.errors import InputError
-from facefusion_ui.faces.alignment import paste_back, warp_face
+from facefusion_ui.faces.alignment import estimate_matrix, paste_back, warp_face
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.mask_outlines import crop_mask_outline
 from facefusion_ui.processors.mel import MelWindows
 from facefusion_ui.processors.mouth_mask import mouth_mask
 from facefusion_ui.processors.options import ProcessorOption, resolve_options
@@ -62,8 +63,19 @@ def model_input(face: Frame) -> np.ndarray:
     return blob
 
 
+def crop_landmarks(face: Face, matrix: Matrix) -> Points | None:
+    """The face's 68 landmarks in the crop ``matrix`` aligns it to (None: the face has none)."""
+    if face.landmarks_68 is None:
+        return None
+    landmarks: Points = cv2.transform(np.asarray(face.landmarks_68, np.float32)[None], matrix)[0]
+    return landmarks
+
+
 class LipSyncer:
     name = "lip_syncer"
+    summary = "moves the lips to a sound track"
+    reads_settings = ("source_audio",)
+    needs_68_landmarks = True  # the mouth is cut with them
     options = (ProcessorOption("model", str, "wav2lip_gan_96", help="lip sync model", choices=choices(LipSyncerModel)),)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
@@ -128,9 +140,7 @@ class LipSyncer:
 
     def sync_face(self, frame: Frame, face: Face, mel: np.ndarray) -> Frame:
         crop, matrix = warp_face(frame, face.kps, "ffhq_512", CROP)
-        landmarks = None
-        if face.landmarks_68 is not None:
-            landmarks = cv2.transform(np.asarray(face.landmarks_68, np.float32)[None], matrix)[0]
+        landmarks = crop_landmarks(face, matrix)
         to_model = box_matrix(face_box(landmarks))
         small = cv2.warpAffine(crop, to_model, (MODEL_SIZE, MODEL_SIZE), flags=cv2.INTER_AREA)
         synced = self.run_model(mel, np.asarray(small, dtype=np.uint8))
@@ -141,6 +151,11 @@ class LipSyncer:
             mouth_mask(CROP, landmarks, self.settings.face_mask_blur), self.masks.crop_mask(frame, face, matrix, CROP)
         )
         return paste_back(frame, np.asarray(back, dtype=np.uint8), matrix, mask)
+
+    def mask_outline(self, face: Face) -> list[Points]:
+        """The mouth mask's outline (the mask stage it also pastes through is not drawn)."""
+        matrix = estimate_matrix(face.kps, "ffhq_512", CROP)
+        return crop_mask_outline(mouth_mask(CROP, crop_landmarks(face, matrix), self.settings.face_mask_blur), matrix)
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         if not context.faces:

@@ -5,10 +5,12 @@ A plugin package declares, in its pyproject.toml::
     [project.entry-points."facefusion_ui.processors"]
     my_filter = "my_package.module:MyFilter"
 
+where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``. A factory
+that declares ``options`` (``processors.base.ConfigurableProcessor``) takes settings of its own; one that
+declares ``summary`` or ``reads_settings`` is described on the page as the built-ins are.
+
 facefusion-ui declares its own processors the same way (its pyproject.toml); they are 'built-in' because
 their entry points come from this package's distribution.
-where ``MyFilter(settings, runtime)`` returns an object following ``processors.base.Processor``. A class
-that declares ``options`` (``processors.base.ConfigurableProcessor``) takes settings of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from importlib.metadata import EntryPoint, entry_points
 
 from facefusion_ui.errors import PluginError, UsageError
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.base import ConfigurableProcessor, Processor, ProcessorFactory
+from facefusion_ui.processors.base import (
+    ConfigurableProcessor,
+    DescribedProcessor,
+    Processor,
+    ProcessorFactory,
+    SettingsReadingProcessor,
+)
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
 from facefusion_ui.state_manager import Settings
 
@@ -34,9 +42,11 @@ BUILTIN_PROCESSORS: Mapping[str, str] = {
     "lip_syncer": "facefusion_ui.processors.lip_syncer:LipSyncer",
     "face_debugger": "facefusion_ui.processors.face_debugger:FaceDebugger",
 }
-"""The fallback for the built-ins' entry points (pyproject.toml declares the same): used only for a
-built-in whose entry point is missing, i.e. the package runs from a checkout that is not installed, or
-was installed before that processor existed."""
+"""The built-ins' entry points again, as pyproject.toml declares them (``tests/test_plugins.py`` checks the
+two agree), used only for a built-in whose entry point the package's metadata lacks. It cannot be derived
+at run time: pyproject.toml is not installed with the package, and the installed metadata is what is
+missing or stale in the very cases this serves (a checkout run without installing it, or one installed
+before that processor existed)."""
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +153,24 @@ class ProcessorRegistry:
             except PluginError as error:
                 logger.debug("no options for %s: %s", name, error)
         return table
+
+    def summary(self, name: str) -> str:
+        """What the processor does, as its factory says (``DescribedProcessor``); empty when it does not
+        say or cannot be loaded."""
+        try:
+            factory = self.factory(name)
+        except PluginError:
+            return ""
+        return str(factory.summary) if isinstance(factory, DescribedProcessor) else ""
+
+    def settings_read(self, name: str) -> tuple[str, ...]:
+        """The ``Settings`` fields that are the processor's own (``SettingsReadingProcessor``); none when
+        it does not say or cannot be loaded."""
+        try:
+            factory = self.factory(name)
+        except PluginError:
+            return ()
+        return tuple(factory.reads_settings) if isinstance(factory, SettingsReadingProcessor) else ()
 
     def options_for(self, name: str, settings: Settings) -> dict[str, OptionValue]:
         """The processor's option values for a run: the settings' (checked) or else the defaults."""

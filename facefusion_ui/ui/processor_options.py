@@ -1,6 +1,7 @@
-"""The processors the Single tab offers and the controls beside each: the settings a processor reads
-(``PROCESSOR_SETTINGS``), the face mask settings, and the options a processor declares itself
-(``ProcessorOption``, e.g. a plugin's), with what each processor and model is for."""
+"""The processors the Single tab offers and the controls beside each: the settings that are a processor's
+own and what it does (both as its factory declares them: ``SettingsReadingProcessor``,
+``DescribedProcessor``), the face mask settings, and the options a processor declares (``ProcessorOption``,
+e.g. a plugin's), with what each model is for."""
 
 from __future__ import annotations
 
@@ -12,16 +13,10 @@ import gradio as gr
 from facefusion_ui.errors import InputError
 from facefusion_ui.models import model_state
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.ui.controls import present
 from facefusion_ui.ui.services import UiServices
 
-PROCESSOR_SETTINGS: dict[str, tuple[str, ...]] = {
-    "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
-    "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
-    "lip_syncer": ("source_audio",),
-}
-"""Settings shown beside each processor (the frame enhancer's and the lip syncer's model are options they
-declare, shown with the other declared options); names not in ``Settings`` are skipped."""
 MASK_SETTINGS = (
     "face_mask_types",
     "face_mask_blur",
@@ -31,13 +26,6 @@ MASK_SETTINGS = (
     "mouth_mask",
 )
 """How a changed face is blended back; names not (yet) in ``Settings`` are skipped."""
-PROCESSOR_NOTES = {
-    "face_swapper": "puts the source person's face onto the target's faces",
-    "face_enhancer": "restores face detail (sharper eyes, skin) after the swap",
-    "frame_enhancer": "upscales the whole frame",
-    "lip_syncer": "moves the lips to a sound track",
-    "face_debugger": "draws the faces found (boxes and points), to check detection",
-}
 MODEL_NOTES = {
     # swappers
     "mesh_warp": "runs on any CPU, no download: moves the source face onto the target's face shape",
@@ -103,8 +91,8 @@ MODEL_NOTES = {
 """What each choosable model suits, from the catalog's descriptions, shown in its dropdown label."""
 
 
-def processor_label(name: str) -> str:
-    note = PROCESSOR_NOTES.get(name)
+def processor_label(registry: ProcessorRegistry, name: str) -> str:
+    note = registry.summary(name)
     return f"{name}: {note}" if note else name
 
 
@@ -143,8 +131,14 @@ def is_model_list(services: UiServices, names: Sequence[str]) -> bool:
     return bool(names) and all(name in services.runtime.manifest for name in names)
 
 
-def processor_settings(name: str) -> tuple[str, ...]:
-    return present(PROCESSOR_SETTINGS.get(name, ()))
+def processor_settings(registry: ProcessorRegistry, name: str) -> tuple[str, ...]:
+    """The settings shown beside the processor (names not in ``Settings`` are skipped)."""
+    return present(registry.settings_read(name))
+
+
+def processor_setting_keys(registry: ProcessorRegistry) -> tuple[str, ...]:
+    """The settings shown beside any processor, each once, in the processors' order."""
+    return tuple(dict.fromkeys(key for name in registry.names() for key in processor_settings(registry, name)))
 
 
 def option_fields(services: UiServices) -> list[tuple[str, ProcessorOption]]:

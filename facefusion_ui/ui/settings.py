@@ -19,6 +19,7 @@ from facefusion_ui.inference import check_provider
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, setting_rule
 from facefusion_ui.types import PresetName, choices
 from facefusion_ui.ui.common import plain_message, problem, reported
@@ -64,14 +65,15 @@ LABELS = {
     "video_chunk_size": "Chunk length (seconds or auto)",
     "execution_providers": "Execution providers (in order)",
 }
-MODEL_SETTINGS: dict[str, str | None] = {
-    "face_detector_model": None,
-    "face_landmarker_model": None,
-    "face_recognizer_model": None,
-    "face_swapper_model": "face_swapper",
-    "face_enhancer_model": "face_enhancer",
-}
-"""Settings naming a model, checked at save: always, or when the processor named here is in use."""
+MODEL_SETTINGS = (
+    "face_detector_model",
+    "face_landmarker_model",
+    "face_recognizer_model",
+    "face_swapper_model",
+    "face_enhancer_model",
+)
+"""Settings naming a model, checked at save: always, or when it is a processor's own (``in_use``) only
+while that processor is in use."""
 PER_ROW = 4
 MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it is"]
 
@@ -228,6 +230,13 @@ def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
     return f"● Unsaved changes: {', '.join(changed)}" if changed else ""
 
 
+def in_use(registry: ProcessorRegistry, key: str, settings: Settings) -> bool:
+    """Whether setting ``key`` matters to a run with ``settings``: it is no processor's own, or one of the
+    processors whose own it is runs."""
+    owners = [name for name in registry.names() if key in registry.settings_read(name)]
+    return not owners or any(name in settings.processors for name in owners)
+
+
 def save_warnings(services: UiServices, settings: Settings) -> list[str]:
     """What cannot work here with these settings: a provider this machine cannot run, a model that is
     not downloaded."""
@@ -235,8 +244,8 @@ def save_warnings(services: UiServices, settings: Settings) -> list[str]:
     for provider in settings.execution_providers:
         if provider != "cpu" and not (check := check_provider(provider, settings.execution_device_id)).usable:
             lines.append(f"{provider} cannot run on this machine ({check.reason}): jobs will use the CPU instead")
-    for key, processor in MODEL_SETTINGS.items():
-        if processor is not None and processor not in settings.processors:
+    for key in MODEL_SETTINGS:
+        if not in_use(services.registry, key, settings):
             continue
         name = getattr(settings, key, None)
         if isinstance(name, str) and name in services.runtime.manifest and not installed(services, name):

@@ -71,7 +71,7 @@ class SingleTab:
     job_id: Any
     timer: Any
     setting_controls: list[Any]
-    """One control per key of ``single_keys()``, in that order."""
+    """One control per key of ``single_keys``, in that order."""
     option_controls: list[Any]
     """One control per option of ``option_fields``, in that order."""
     models: ModelPickers
@@ -195,7 +195,7 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     names = services.registry.names()
     chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
     processors = gr.CheckboxGroup(
-        [(processor_label(name), name) for name in names],
+        [(processor_label(services.registry, name), name) for name in names],
         value=chosen,
         label="Processors (in order)",
         elem_id="single-processors",
@@ -204,7 +204,7 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     options = []
     given = settings.processor_options
     for name in names:
-        keys = [key for key in processor_settings(name) if key in controls]
+        keys = [key for key in processor_settings(services.registry, name) if key in controls]
         declared = table.get(name, ())
         if not keys and not declared:
             continue
@@ -273,7 +273,7 @@ def render_run_column() -> dict[str, Any]:
 
 
 def render_single_tab(services: UiServices) -> SingleTab:
-    controls: dict[str, Any] = dict.fromkeys(single_keys())
+    controls: dict[str, Any] = dict.fromkeys(single_keys(services.registry))
     pickers = ModelPickers()
     with gr.Row():
         with gr.Column():
@@ -292,14 +292,14 @@ def render_single_tab(services: UiServices) -> SingleTab:
         **run,
         job_id=gr.State(None),
         timer=gr.Timer(1.0, active=False),
-        setting_controls=[controls[key] for key in single_keys()],
+        setting_controls=[controls[key] for key in single_keys(services.registry)],
         option_controls=options,
         models=pickers,
     )
 
 
 def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
-    keys = single_keys()
+    keys = single_keys(services.registry)
     gate = PreviewGate()
 
     def preview(request: gr.Request, *values: Any) -> tuple[Any, Any]:

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import InputError
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, merge_options
 from facefusion_ui.ui.common import file_path, file_paths, output_name
 from facefusion_ui.ui.controls import control_values, present
 from facefusion_ui.ui.media_view import target_info
-from facefusion_ui.ui.processor_options import MASK_SETTINGS, PROCESSOR_SETTINGS, option_values
+from facefusion_ui.ui.processor_options import MASK_SETTINGS, option_values, processor_setting_keys
 from facefusion_ui.ui.services import UiServices
 
 FACE_SETTINGS = ("face_selector_mode", "reference_face_distance")
@@ -34,9 +35,10 @@ FIXED_INPUTS = 9
 """sources, target, frame, trim start, trim end, processors, position, output folder, output name."""
 
 
-def single_keys() -> tuple[str, ...]:
-    """The settings with a control on the Single tab, in the order the handlers get their values."""
-    processor_keys = [key for keys in PROCESSOR_SETTINGS.values() for key in keys]
+def single_keys(registry: ProcessorRegistry) -> tuple[str, ...]:
+    """The settings with a control on the Single tab, in the order the handlers get their values (the
+    processors' own settings as ``registry``'s processors declare them)."""
+    processor_keys = processor_setting_keys(registry)
     return present(dict.fromkeys((*FACE_SETTINGS, *processor_keys, *MASK_SETTINGS, *OUTPUT_SETTINGS)))
 
 

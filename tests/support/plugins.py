@@ -8,7 +8,7 @@ from facefusion_ui.processors.registry import BUILTIN_PROCESSORS, ENTRY_POINT_GR
 
 PLUGIN_MODULE = '''
 """Test processors: invert (fast, no model), flaky (fails transiently, then works), tint (options),
-broken."""
+outliner (the optional face parts), broken."""
 import numpy as np
 
 from facefusion_ui.errors import FfmpegError
@@ -68,6 +68,31 @@ class Tint(Invert):
         channel = ("blue", "green", "red").index(context.options["channel"])
         out[:, :, channel] = int(context.options["level"] * context.options["gain"])
         return out
+
+
+class Outliner(Invert):
+    """Declares the optional parts a built-in declares: what it does and a setting of its own (on its
+    factory, as the built-ins do), and as the embedded swapper does, that it draws with the faces'
+    smoothed meshes, never reads their 68 landmarks, and where it pastes a face back (the face's box
+    grown by a tenth of its width on each side). Leaves the frame as it is."""
+
+    name = "outliner"
+    summary = "outlines the faces it would change"
+    reads_settings = ("face_enhancer_model",)
+    needs_68_landmarks = False
+    needs_smoothed_mesh = True
+
+    def changes_frame(self, faces):
+        return bool(faces)
+
+    def process_frame(self, frame, context):
+        return frame
+
+    def mask_outline(self, face):
+        x1, y1, x2, y2 = (float(value) for value in face.bbox)
+        grow = (x2 - x1) / 10
+        x1, y1, x2, y2 = x1 - grow, y1 - grow, x2 + grow, y2 + grow
+        return [np.array([[x1, y1], [x2, y1], [x2, y2], [x1, y2]], dtype=np.float32)]
 
 
 class Broken:

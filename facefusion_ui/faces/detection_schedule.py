@@ -1,0 +1,204 @@
+"""A video's detection schedule as it runs (its rules: ``schedule.py``): which frames of a group are
+skipped, searched only around the faces followed, or detected in full, with what it knows from frame to
+frame (the faces of the last frame, the groups' growth, the last faceless frame) and that state saved and
+restored as a ``ScheduleState``. The frames it does not skip are analysed by the pipeline (``FaceSearch``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
+from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
+from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
+from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
+from facefusion_ui.frames import FrameImage
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, Points
+
+
+@dataclass(frozen=True)
+class NothingSeen:
+    """No frame analysed yet (a video's start, or a run resumed from a state saved before its first
+    frame): the next frame alone tells what is in view, with a full-frame detection."""
+
+
+@dataclass(frozen=True)
+class FacesSeen:
+    """The face boxes of the last frame analysed. None at all: no face was in view, so the next group may
+    be skipped, and its probe searches only what changed since the last faceless frame."""
+
+    boxes: tuple[Points, ...] = ()
+
+
+LastSeen = NothingSeen | FacesSeen
+"""What the schedule knows of the frame before the next group."""
+
+
+def seen_from_saved(followed: Sequence[Sequence[float]] | None) -> LastSeen:
+    """``ScheduleState.followed`` as the schedule keeps it (saved as None: nothing seen)."""
+    if followed is None:
+        return NothingSeen()
+    return FacesSeen(tuple(np.array(box, dtype=np.float32) for box in followed))
+
+
+def seen_to_saved(seen: LastSeen) -> tuple[tuple[float, float, float, float], ...] | None:
+    """The inverse of ``seen_from_saved``: the boxes as plain floats, None when nothing was seen."""
+    if isinstance(seen, NothingSeen):
+        return None
+    return tuple((float(box[0]), float(box[1]), float(box[2]), float(box[3])) for box in seen.boxes)
+
+
+class FaceSearch(Protocol):
+    """What the schedule asks of the pipeline for the frames it does not skip. Called in frame order."""
+
+    def analyse_faces(
+        self, frame: Frame, index: int, timestamp: float, detections: list[Detection], known: Sequence[Face]
+    ) -> FrameAnalysis:
+        """The frame's faces from ``detections`` and ``known`` (faces read from their meshes alone)."""
+        ...
+
+    def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
+        """The faces of ``boxes`` read from their meshes alone, and the boxes left to search round."""
+        ...
+
+
+class DetectionSchedule:
+    """One video's schedule, carried from chunk to chunk (``state``/``restore`` between runs)."""
+
+    def __init__(self, analyser: FaceAnalyser, settings: Settings) -> None:
+        self.analyser = analyser
+        self.settings = settings
+        self.stats = ScheduleStats()
+        self.seen: LastSeen = NothingSeen()
+        self.stretch = 1
+        """Groups span this many intervals: doubled by each group skipped or tracked, back to 1 at a new face."""
+        self.faceless = FacelessFrame()
+        """The last frame a full-frame detection found no face in: probes search only what changed since."""
+        self.first_frame = 0
+        """The job's first frame: the detection groups' grid counts from it."""
+
+    def group_size_from(self, index: int) -> int:
+        """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (groups never
+        cross the grid counted from the job's first frame)."""
+        return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
+
+    def state(self) -> ScheduleState:
+        return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells)
+
+    def restore(self, state: ScheduleState) -> None:
+        """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
+        self.seen = seen_from_saved(state.followed)
+        self.stretch = state.stretch
+        if state.faceless is None:
+            self.faceless.forget()
+        else:
+            self.faceless.keep(state.faceless)
+
+    def analyse_group(
+        self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float], search: FaceSearch
+    ) -> list[FrameAnalysis]:
+        """Consecutive video frames (as many as ``group_size_from`` their first), in order: the group's last
+        frame is probed, then the group skipped, tracked or detected in full as ``plan_group`` says."""
+        results: list[FrameAnalysis] = []
+        first = 0
+        if isinstance(self.seen, NothingSeen):
+            results.append(self.analyse_whole(images[0], indices[0], timestamps[0], search))
+            self.stats.frames_full += 1
+            first = 1
+            if len(images) == 1:
+                return results
+        probe = self.probe(images[-1])
+        plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
+        if plan == "skip":
+            rest = len(images) - first
+            self.stats.frames_skipped += rest - 1
+            self.seen = FacesSeen()
+            self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
+            return results + [NO_FACES] * rest
+        # the same faces go on: the next group may be longer; a face that appeared: back to the interval
+        self.stretch = min(self.stretch * 2, STRETCH_GROWTH) if plan == "track" else 1
+        for position in range(first, len(images) - 1):
+            image, index, timestamp = images[position], indices[position], timestamps[position]
+            if plan == "track":
+                results.append(self.analyse_around(image, index, timestamp, self.seen_boxes(), search))
+                self.stats.frames_tracked += 1
+            else:
+                results.append(self.analyse_whole(image, index, timestamp, search))
+                self.stats.frames_full += 1
+        results.append(self.found(search.analyse_faces(images[-1].bgr(), indices[-1], timestamps[-1], probe, ())))
+        return results
+
+    def seen_boxes(self) -> tuple[Points, ...]:
+        """The faces of the last frame, once a frame was analysed (``analyse_group`` sees to it)."""
+        assert isinstance(self.seen, FacesSeen), "no frame analysed yet"
+        return self.seen.boxes
+
+    def found(self, result: FrameAnalysis) -> FrameAnalysis:
+        """Note the faces of a frame just analysed: the next frames follow them."""
+        self.seen = FacesSeen(tuple(face.bbox for face in result.faces))
+        return result
+
+    def probe(self, image: FrameImage) -> list[Detection]:
+        """A detection on the frame's search view, in frame coordinates: full-frame, or when no face was
+        in view before, only in the areas that changed since the last faceless frame (``change_gate.py``)."""
+        view = self.analyser.search_view(image, self.settings)
+        cells = thumbnail(view.image)
+        height, width = view.image.shape[:2]
+        no_face_before = not self.seen_boxes()
+        gated = no_face_before and self.settings.face_detector_interval > 1  # interval 1: every frame in full
+        areas = self.faceless.areas_to_search(cells, width, height) if gated else None
+        if areas and not self.analyser.area_search_pays(self.settings):
+            areas = None
+        if areas is None:
+            found = self.detect_whole(view, cells)
+            self.stats.frames_full += 1
+        elif areas:
+            found = self.analyser.detect_in_areas(view, areas, self.settings)
+            self.stats.probes_of_areas += 1
+        else:
+            found = []
+            self.stats.probes_unchanged += 1
+        return found
+
+    def detect_whole(self, view: SearchView, cells: np.ndarray | None = None) -> list[Detection]:
+        """A full-frame detection of a video frame; an empty frame becomes the one probes compare with."""
+        found = self.analyser.detect_view(view, self.settings)
+        if found:
+            self.faceless.forget()
+        else:
+            self.faceless.keep(thumbnail(view.image) if cells is None else cells)
+        return found
+
+    def analyse_whole(self, image: FrameImage, index: int, timestamp: float, search: FaceSearch) -> FrameAnalysis:
+        """A frame searched in full."""
+        frame = image.bgr()
+        detections = self.detect_whole(self.analyser.search_view(image, self.settings))
+        return self.found(search.analyse_faces(frame, index, timestamp, detections, ()))
+
+    def analyse_around(
+        self, image: FrameImage, index: int, timestamp: float, around: tuple[Points, ...], search: FaceSearch
+    ) -> FrameAnalysis:
+        """A frame searched only around the ``around`` boxes (the faces followed); none: no face, unsearched."""
+        if not around:
+            self.seen = FacesSeen()
+            return NO_FACES
+        frame = image.bgr()
+        known, rest = search.follow_meshes(frame, index, list(around))
+        self.stats.faces_followed_by_mesh += len(known)
+        detections = self.analyser.detect_around(frame, rest, self.settings) if rest else []
+        result = search.analyse_faces(frame, index, timestamp, detections, known)
+        # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
+        found = [face.bbox for face in result.faces]
+        missed = [box for box in around if not any(_overlaps(box, other) for other in found)]
+        self.seen = FacesSeen((*found, *missed))
+        return result
+
+
+def _overlaps(a: Points, b: Points) -> bool:
+    return bool(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])

@@ -1,0 +1,81 @@
+"""The embedded face swapper (``mesh_warp``, no download): the most frontal source face moved onto each
+target face's mesh (``mesh_warp.py``); a face turned too far is left as it is."""
+
+from __future__ import annotations
+
+import logging
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.face import Face, FaceMesh
+from facefusion_ui.faces.landmarker import face_mesh, face_mesh_at, mesh_roi
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import SourceIdentity
+from facefusion_ui.processors.base import missing_models
+from facefusion_ui.processors.mask_outlines import mesh_outline
+from facefusion_ui.processors.mesh_warp import IRIS_POINTS, WarpSource, mesh_warp_swap, turned_too_far, with_irises
+from facefusion_ui.processors.swapping import Swapper
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, Points
+
+logger = logging.getLogger(__name__)
+MESH_WARP = "mesh_warp"
+
+
+class MeshWarpSwapper(Swapper[WarpSource]):
+    needs_smoothed_mesh = True
+    """It draws with the faces' meshes: a video's are smoothed over time for it."""
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        super().__init__(settings, runtime)
+        self.faces_skipped_pose = 0
+        """Faces left as they were, turned too far."""
+
+    def own_models(self) -> tuple[str, ...]:
+        return (MESH_WARP, "mediapipe_face_mesh")
+
+    def pre_check(self) -> list[str]:
+        return missing_models(self.runtime, self.required_models())
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"faces_swapped": self.faces_swapped, "faces_skipped_pose": self.faces_skipped_pose}
+
+    def mask_outline(self, face: Face) -> list[Points]:
+        """The hull of the face's mesh."""
+        return mesh_outline(face)
+
+    def prepare_source(self, sources: SourceIdentity) -> WarpSource:
+        """One photo is copied: the most frontal source face."""
+        best = sources.best_frontal()
+        mesh = self.warp_mesh(best.image, best.face)
+        if mesh is None:
+            raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
+        return WarpSource.of(best.image, mesh, self.settings.keep_source_glasses)
+
+    def warp_mesh(self, frame: Frame, face: Face) -> FaceMesh | None:
+        """The mesh it draws with: the face's plain mesh (from the analysis, or made here) with the irises
+        of its own mesh model (refined landmarks: the gaze) put in its eyes. The refined model's other
+        points are not used: on some faces (eyes cast down) they carried less of the source's likeness."""
+        plain = face.mesh
+        if plain is None:
+            with self.runtime.using("mediapipe_face_mesh") as model:
+                plain = face_mesh(frame, face.bbox, model)
+        if plain is None or len(plain.points) >= IRIS_POINTS:
+            return plain
+        # read in the region the plain mesh gives (smoothed over time in a video), not around the
+        # detector's box, which jumps on a still face: the irises found there stay as still as the mesh
+        with self.runtime.using(MESH_WARP) as model:
+            refined = face_mesh_at(frame, mesh_roi(plain.points), model)
+        return plain if refined is None else with_irises(plain, refined)
+
+    def swap_face(self, frame: Frame, face: Face, prepared: WarpSource, settings: Settings) -> Frame | None:
+        target_mesh = self.warp_mesh(frame, face)
+        if target_mesh is None:
+            logger.debug("no mesh for the face at %s: left as it is", face.bbox.astype(int).tolist())
+            return None
+        if turned_too_far(target_mesh):
+            with self._lock:
+                self.faces_skipped_pose += 1
+            return None
+        face_mask = self.masks.blend_mask(frame, face, target_mesh.points)
+        return mesh_warp_swap(frame, target_mesh, prepared, settings.face_mask_blur, face_mask).frame

@@ -1,0 +1,102 @@
+"""What every face swapper kind shares (``mesh_warp_swapper.py``, ``latent_swapper.py``): the source
+person prepared once per set of source photos, the faces of a frame swapped one by one, the counts."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Generic, TypeVar
+
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import SourceIdentity
+from facefusion_ui.masks.stage import MaskStage
+from facefusion_ui.processors.base import FrameContext
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame, Points
+
+PREPARED_SOURCES_LIMIT = 8
+Prepared = TypeVar("Prepared")
+"""What a swapper kind needs of the source person (its ``prepare_source`` makes it)."""
+
+
+class Swapper(ABC, Generic[Prepared]):
+    """A face swapper of one kind, the processor the entry point ``face_swapper`` makes."""
+
+    name = "face_swapper"
+    needs_68_landmarks = False
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.model = settings.face_swapper_model
+        self._prepared: OrderedDict[str, Prepared] = OrderedDict()
+        self._lock = threading.Lock()
+        self.faces_swapped = 0
+        self.masks = MaskStage(settings, runtime)
+
+    @abstractmethod
+    def own_models(self) -> tuple[str, ...]:
+        """The models of the swap itself (the mask stage's come on top)."""
+
+    @abstractmethod
+    def pre_check(self) -> list[str]:
+        """Problems that stop it from running (``Processor.pre_check``)."""
+
+    @abstractmethod
+    def prepare_source(self, sources: SourceIdentity) -> Prepared:
+        """What the swap needs of the source person, from its photos."""
+
+    @abstractmethod
+    def swap_face(self, frame: Frame, face: Face, prepared: Prepared, settings: Settings) -> Frame | None:
+        """``frame`` with ``face`` swapped (None: the face is left as it is)."""
+
+    @abstractmethod
+    def mask_outline(self, face: Face) -> list[Points]:
+        """Where it pastes ``face`` back (``OutliningProcessor``)."""
+
+    def required_models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.own_models(), *self.masks.required_models())))
+
+    def release(self) -> None:
+        with self._lock:
+            self._prepared.clear()
+        self.runtime.release_models(self.required_models())
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {"faces_swapped": self.faces_swapped}
+
+    def mask_counts(self) -> dict[str, int]:
+        return self.masks.counts()
+
+    def prepare(self, sources: SourceIdentity) -> Prepared:
+        """``prepare_source`` once per set of source photos (the last few kept)."""
+        with self._lock:
+            prepared = self._prepared.get(sources.key)
+            if prepared is not None:
+                self._prepared.move_to_end(sources.key)
+                return prepared
+        prepared = self.prepare_source(sources)
+        with self._lock:
+            self._prepared[sources.key] = prepared
+            while len(self._prepared) > PREPARED_SOURCES_LIMIT:
+                self._prepared.popitem(last=False)
+        return prepared
+
+    def changes_frame(self, faces: Sequence[Face]) -> bool:
+        return bool(faces)
+
+    def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
+        if context.sources is None or not context.faces:
+            return frame
+        prepared = self.prepare(context.sources)
+        for face in context.faces:
+            swapped = self.swap_face(frame, face, prepared, context.settings)
+            if swapped is not None:
+                with self._lock:
+                    self.faces_swapped += 1
+            frame = swapped if swapped is not None else frame
+        return frame
