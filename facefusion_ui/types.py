@@ -113,6 +113,19 @@ FaceMaskRegion = Literal[
     "lower-lip",
 ]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+PageGroup = Literal[
+    "settings:execution",
+    "settings:faces",
+    "settings:output",
+    "single:faces",
+    "single:face_swapper",
+    "single:face_enhancer",
+    "single:lip_syncer",
+    "single:mask",
+    "single:output",
+]
+"""Where the page shows a setting: a section of the Settings tab (``settings:``; the preset values have
+their own), or of the Single tab (``single:``, a processor's name for the settings beside it)."""
 
 ONNX_PROVIDER_NAMES: dict[ExecutionProvider, str] = {
     "cuda": "CUDAExecutionProvider",

@@ -4,8 +4,22 @@ was written out by hand; and every name any of them uses is a setting."""
 
 from __future__ import annotations
 
+import typing
+
+import pytest
+
+from facefusion_ui.errors import SettingsError
 from facefusion_ui.presets import PRESET_KEYS
-from facefusion_ui.ui import processor_options, settings, single_request
+from facefusion_ui.state_manager import (
+    Settings,
+    page_setting_keys,
+    setting_facets,
+    setting_keys,
+    setting_label,
+    worker_setting_keys,
+)
+from facefusion_ui.types import PageGroup, choices
+from facefusion_ui.ui import processor_options, settings, single, single_request
 from facefusion_ui.video.chunks import NOT_IN_FINGERPRINT
 
 PRESET_VALUES = (
@@ -107,3 +121,58 @@ def test_the_single_tab_shows_the_same_settings() -> None:
     assert single_request.OUTPUT_SETTINGS == SINGLE_OUTPUT
     processor_keys = tuple(key for keys in SINGLE_PROCESSORS.values() for key in keys)
     assert single_request.single_keys() == (*SINGLE_FACES, *processor_keys, *SINGLE_MASK, *SINGLE_OUTPUT)
+
+
+def test_batch_run_and_worker_read_only_their_runtime_and_scheduling_settings() -> None:
+    assert worker_setting_keys() == (
+        "preset",
+        "fp16",
+        "execution_providers",
+        "execution_device_id",
+        "execution_threads",
+        "max_concurrent_jobs",
+        "memory_threshold_mb",
+    )
+
+
+def test_the_page_calls_a_few_settings_by_a_label_of_their_own() -> None:
+    labelled = {key: setting_label(key) for key in setting_keys() if setting_facets(key).label}
+    assert labelled == {
+        "face_detector_model": "Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
+        "face_detector_interval": "Videos: full-frame detection every N frames, faces followed between",
+        "face_selector_mode": "Which faces",
+        "reference_face_distance": "Reference: same-person distance",
+        "face_recognition_score": "identity match distance",
+        "video_chunk_size": "Chunk length (seconds or auto)",
+        "execution_providers": "Execution providers (in order)",
+    }
+    assert setting_label("face_mask_blur") == "paste-back mask feathering"  # no label: its help text
+
+
+def test_ranks_are_distinct_in_each_group() -> None:
+    ranks = [setting_facets(key).preset for key in PRESET_KEYS]
+    assert len(set(ranks)) == len(ranks)
+    for group in choices(PageGroup):
+        placed = [place.rank for key in setting_keys() for place in setting_facets(key).page if place.group == group]
+        assert len(set(placed)) == len(placed), group
+        assert placed, f"no setting is placed in {group}"
+
+
+def test_every_name_a_list_of_settings_uses_is_a_setting() -> None:
+    """A misspelt or removed name fails here instead of dropping out of the page silently."""
+    named = {
+        *PRESET_KEYS,
+        *NOT_IN_FINGERPRINT,
+        *settings.settings_keys(),
+        *settings.MODEL_SETTINGS,
+        *single_request.single_keys(),
+        *(key for keys in processor_options.PROCESSOR_SETTINGS.values() for key in keys),
+        *worker_setting_keys(),
+        *(key for group in typing.get_args(PageGroup) for key in page_setting_keys(group)),
+    }
+    assert named - set(setting_keys()) == set()
+    assert {"face_selector_mode", "reference_face_distance"} <= set(single.FACE_INFOS)
+    assert set(single.FACE_INFOS) <= set(setting_keys())
+    with pytest.raises(SettingsError, match="unknown setting 'no_such_setting'"):
+        setting_facets("no_such_setting")
+    assert setting_keys() == tuple(field for field in Settings.__dataclass_fields__)

@@ -432,7 +432,7 @@ def test_preview_applies_the_option_controls(with_plugin: None, services: UiServ
 
 
 def test_controls_come_from_the_settings_rules() -> None:
-    from facefusion_ui.ui.controls import control_value, present, setting_control
+    from facefusion_ui.ui.controls import control_value, setting_control
 
     made = {
         key: setting_control(key, value)
@@ -473,7 +473,8 @@ def test_controls_come_from_the_settings_rules() -> None:
     assert control_value("execution_providers", ["cuda", "cpu"]) == ("cuda", "cpu")
     with pytest.raises(Exception, match="'execution_threads'"):
         control_value("execution_threads", 500.0)
-    assert present(["no_such_setting", "face_mask_blur"]) == ("face_mask_blur",)  # later settings plug in
+    with pytest.raises(Exception, match="unknown setting 'no_such_setting'"):  # never dropped silently
+        setting_control("no_such_setting", 1)
 
 
 def test_messages_name_files_as_the_person_knows_them_and_offer_the_page_remedy() -> None:

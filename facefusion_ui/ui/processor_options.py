@@ -1,36 +1,36 @@
 """The processors the Single tab offers and the controls beside each: the settings a processor reads
-(``PROCESSOR_SETTINGS``), the face mask settings, and the options a processor declares itself
-(``ProcessorOption``, e.g. a plugin's), with what each processor and model is for."""
+(``PROCESSOR_SETTINGS``, from the settings' ``page`` facet), the face mask settings, and the options a
+processor declares itself (``ProcessorOption``, e.g. a plugin's), with what each processor and model is
+for."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gradio as gr
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.models import model_state
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
-from facefusion_ui.ui.controls import present
+from facefusion_ui.state_manager import page_setting_keys
+from facefusion_ui.types import BuiltinProcessorName, PageGroup, choices
 from facefusion_ui.ui.services import UiServices
 
+
+def processor_settings(name: str) -> tuple[str, ...]:
+    """The settings shown beside processor ``name`` (placed in ``single:NAME``; none for a plugin)."""
+    group = f"single:{name}"
+    return page_setting_keys(cast(PageGroup, group)) if group in choices(PageGroup) else ()
+
+
 PROCESSOR_SETTINGS: dict[str, tuple[str, ...]] = {
-    "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
-    "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
-    "lip_syncer": ("source_audio",),
+    name: processor_settings(name) for name in choices(BuiltinProcessorName) if processor_settings(name)
 }
 """Settings shown beside each processor (the frame enhancer's and the lip syncer's model are options they
-declare, shown with the other declared options); names not in ``Settings`` are skipped."""
-MASK_SETTINGS = (
-    "face_mask_types",
-    "face_mask_blur",
-    "face_mask_padding",
-    "face_mask_regions",
-    "face_mask_areas",
-    "mouth_mask",
-)
-"""How a changed face is blended back; names not (yet) in ``Settings`` are skipped."""
+declare, shown with the other declared options)."""
+MASK_SETTINGS = page_setting_keys("single:mask")
+"""How a changed face is blended back."""
 PROCESSOR_NOTES = {
     "face_swapper": "puts the source person's face onto the target's faces",
     "face_enhancer": "restores face detail (sharper eyes, skin) after the swap",
@@ -141,10 +141,6 @@ def model_choices(services: UiServices, names: Sequence[str]) -> list[tuple[str,
 def is_model_list(services: UiServices, names: Sequence[str]) -> bool:
     """Whether ``names`` are catalog models (a model dropdown), not other choices."""
     return bool(names) and all(name in services.runtime.manifest for name in names)
-
-
-def processor_settings(name: str) -> tuple[str, ...]:
-    return present(PROCESSOR_SETTINGS.get(name, ()))
 
 
 def option_fields(services: UiServices) -> list[tuple[str, ProcessorOption]]:

@@ -19,51 +19,25 @@ from facefusion_ui.inference import check_provider
 from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
-from facefusion_ui.state_manager import Settings, setting_rule
-from facefusion_ui.types import PresetName, choices
+from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
+from facefusion_ui.types import PageGroup, PresetName, choices
 from facefusion_ui.ui.common import plain_message, problem, reported
-from facefusion_ui.ui.controls import control_update, control_values, present, setting_control
+from facefusion_ui.ui.controls import control_update, control_values, setting_control
 from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
 from facefusion_ui.ui.services import UiServices
 
-GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Preset values (the preset fills them in; each can be changed)", PRESET_KEYS),
-    ("Execution", ("execution_providers", "execution_device_id")),
-    (
-        "Faces",
-        (
-            "face_detector_model",
-            "face_detector_interval",
-            "face_detector_score",
-            "face_landmarker_model",
-            "face_recognizer_model",
-            "face_recognition_score",
-            "face_identity_cache",
-            "face_selector_order",
-        ),
-    ),
-    (
-        "Output defaults",
-        (
-            "output_video_encoder",
-            "output_video_preset",
-            "output_video_quality",
-            "output_video_resolution",
-            "output_video_fps",
-            "output_image_quality",
-            "video_copy_unchanged",
-        ),
-    ),
+GROUP_TITLES: tuple[tuple[str, PageGroup | None], ...] = (
+    ("Preset values (the preset fills them in; each can be changed)", None),
+    ("Execution", "settings:execution"),
+    ("Faces", "settings:faces"),
+    ("Output defaults", "settings:output"),
 )
-"""The tab's sections and their settings; names not (yet) in ``Settings`` are skipped."""
-LABELS = {
-    "face_detector_model": "Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
-    "face_detector_interval": "Videos: full-frame detection every N frames, faces followed between",
-    "face_recognition_score": "identity match distance",
-    "video_chunk_size": "Chunk length (seconds or auto)",
-    "execution_providers": "Execution providers (in order)",
-}
+"""The tab's sections: the preset values, then the settings placed in each group (their ``page`` facet)."""
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (title, PRESET_KEYS if group is None else page_setting_keys(group)) for title, group in GROUP_TITLES
+)
+"""The tab's sections and their settings."""
 MODEL_SETTINGS: dict[str, str | None] = {
     "face_detector_model": None,
     "face_landmarker_model": None,
@@ -78,7 +52,7 @@ MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it i
 
 def settings_keys() -> tuple[str, ...]:
     """The settings with a control on the tab, in the order ``run_save`` takes them."""
-    return present(dict.fromkeys(key for _, keys in GROUPS for key in keys))
+    return tuple(dict.fromkeys(key for _, keys in GROUPS for key in keys))
 
 
 def suggested() -> str:
@@ -134,9 +108,8 @@ class SettingsTab:
 def render_controls(services: UiServices) -> list[Any]:
     settings = services.settings()
     controls: dict[str, Any] = {}
-    known = set(settings_keys())
     for title, keys in GROUPS:
-        shown = [key for key in keys if key in known and key not in controls]
+        shown = [key for key in keys if key not in controls]
         if not shown:
             continue
         gr.Markdown(f"### {title}")
@@ -145,7 +118,7 @@ def render_controls(services: UiServices) -> list[Any]:
                 for key in shown[row : row + PER_ROW]:
                     names = setting_rule(key).cli_options().get("choices") or ()
                     controls[key] = setting_control(
-                        key, getattr(settings, key), LABELS.get(key), choice_labels=model_labels(services, names)
+                        key, getattr(settings, key), choice_labels=model_labels(services, names)
                     )
     return [controls[key] for key in settings_keys()]
 
@@ -182,7 +155,7 @@ def render_settings_tab(services: UiServices) -> SettingsTab:
 
 def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     keys = settings_keys()
-    preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS if key in keys]
+    preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS]
     tab.preset.change(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved])
     mark = functools.partial(unsaved_line, services)
     for control in tab.fields():
@@ -208,13 +181,13 @@ def build_settings_tab(services: UiServices) -> None:
 def choose_preset(name: str) -> tuple[Any, ...]:
     """Show what the preset sets and put its values in the fields (saved with Save)."""
     values = next(p.values for p in load_presets() if p.name == name)
-    updates = [control_update(key, values[key]) for key in PRESET_KEYS if key in settings_keys()]
+    updates = [control_update(key, values[key]) for key in PRESET_KEYS]
     return preset_table(name), *updates, ""
 
 
 def edited(services: UiServices, name: str, values: Sequence[Any]) -> Settings:
     """The saved settings with the preset, then the fields, applied (nothing stored)."""
-    return services.settings().with_items(preset=name, **control_values(settings_keys(), values, LABELS))
+    return services.settings().with_items(preset=name, **control_values(settings_keys(), values))
 
 
 def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
@@ -251,7 +224,7 @@ def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
     keys = settings_keys()
     if "execution_providers" in keys and not values[keys.index("execution_providers")]:
         raise SettingsError("choose at least one execution provider (cpu always works)")
-    fields = control_values(keys, values, LABELS)
+    fields = control_values(keys, values)
     apply_preset(services.state, name)
     result = services.save_settings(fields)
     text = f"Saved (preset {result.preset}): applies to jobs queued from now on."

@@ -31,6 +31,8 @@ MODE_INFO = (
     "many: every face of the target · one: only the face at the reference position · "
     "reference: every face that looks like the reference face (click it below), in every frame"
 )
+FACE_INFOS = {"face_selector_mode": MODE_INFO, "reference_face_distance": "lower: stricter (same person only)"}
+"""What the face settings' controls say under their label."""
 POSITION_INFO = "0 is the first face in the gallery: faces are counted largest first (Settings: face order)"
 PREVIEW_EVENT: dict[str, Any] = {
     "trigger_mode": "multiple",
@@ -132,11 +134,8 @@ def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
     """Which faces change, the reference position, and the reference distance as a slider."""
     settings = services.settings()
     fallback = services.runtime.spec(settings.face_recognizer_model).threshold
-    infos = {"face_selector_mode": MODE_INFO, "reference_face_distance": "lower: stricter (same person only)"}
-    labels = {"face_selector_mode": "Which faces", "reference_face_distance": "Reference: same-person distance"}
     for key in FACE_SETTINGS:
-        if key in controls:
-            controls[key] = setting_control(key, getattr(settings, key), labels[key], infos[key], fallback)
+        controls[key] = setting_control(key, getattr(settings, key), info=FACE_INFOS.get(key), fallback=fallback)
     high = getattr(setting_rule("reference_face_position"), "high", 1000)
     return gr.Number(
         value=0,

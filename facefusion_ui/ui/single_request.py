@@ -11,24 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import InputError
-from facefusion_ui.state_manager import Settings, merge_options
+from facefusion_ui.state_manager import Settings, merge_options, page_setting_keys
 from facefusion_ui.ui.common import file_path, file_paths, output_name
-from facefusion_ui.ui.controls import control_values, present
+from facefusion_ui.ui.controls import control_values
 from facefusion_ui.ui.media_view import target_info
 from facefusion_ui.ui.processor_options import MASK_SETTINGS, PROCESSOR_SETTINGS, option_values
 from facefusion_ui.ui.services import UiServices
 
-FACE_SETTINGS = ("face_selector_mode", "reference_face_distance")
-OUTPUT_SETTINGS = (
-    "output_image_quality",
-    "output_video_encoder",
-    "output_video_preset",
-    "output_video_quality",
-    "output_video_resolution",
-    "output_video_fps",
-    "video_copy_unchanged",
-)
-"""Output settings offered per run; names not (yet) in ``Settings`` are skipped."""
+FACE_SETTINGS = page_setting_keys("single:faces")
+OUTPUT_SETTINGS = page_setting_keys("single:output")
+"""Output settings offered per run."""
 SAFE_NAME = re.compile(r"^[\w.\- ]+$")
 FIXED_INPUTS = 9
 """sources, target, frame, trim start, trim end, processors, position, output folder, output name."""
@@ -37,7 +29,7 @@ FIXED_INPUTS = 9
 def single_keys() -> tuple[str, ...]:
     """The settings with a control on the Single tab, in the order the handlers get their values."""
     processor_keys = [key for keys in PROCESSOR_SETTINGS.values() for key in keys]
-    return present(dict.fromkeys((*FACE_SETTINGS, *processor_keys, *MASK_SETTINGS, *OUTPUT_SETTINGS)))
+    return tuple(dict.fromkeys((*FACE_SETTINGS, *processor_keys, *MASK_SETTINGS, *OUTPUT_SETTINGS)))
 
 
 @dataclass(frozen=True)
