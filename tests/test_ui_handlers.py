@@ -22,7 +22,7 @@ from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
 from facefusion_ui.ui.processor_options import option_fields
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import single_keys
+from facefusion_ui.ui.single_request import REQUEST_CONTROLS, Request, single_keys
 from tests.support import media, videos
 from tests.support.plugins import install_plugin
 
@@ -74,24 +74,34 @@ def request(
     output: tuple[str, str] = ("", ""),
     options: Sequence[Any] = (),
     **chosen: Any,
-) -> list[Any]:
-    """The Single tab's inputs as the page sends them: the fixed ones, one per setting control (the
-    saved value unless ``chosen``), then the processor options: ``options`` for the last ones (a test
-    plugin's), the defaults before them (the built-ins')."""
+) -> Request:
+    """The Single tab's inputs as the page sends them, by name: its own controls, one per setting control
+    (the saved value unless ``chosen``), then the processor options: ``options`` for the last ones (a
+    test plugin's), the defaults before them (the built-ins')."""
     saved = services.settings()
     fields = option_fields(services)
     defaults = [option.default for _, option in fields[: len(fields) - len(options)]] if options else []
-    values = [chosen.get(key, getattr(saved, key)) for key in single_keys()]
-    fixed = [[str(path) for path in sources], None if target is None else str(target), frame, *trim]
-    return [*fixed, list(processors), position, *output, *values, *defaults, *options]
+    controls = {
+        "sources": [str(path) for path in sources],
+        "target": None if target is None else str(target),
+        "frame": frame,
+        "trim_start": trim[0],
+        "trim_end": trim[1],
+        "processors": list(processors),
+        "position": position,
+        "folder": output[0],
+        "name": output[1],
+    }
+    values = {key: chosen.get(key, getattr(saved, key)) for key in single_keys()}
+    return Request.named(controls, values, [*defaults, *options])
 
 
 def start(services: UiServices, *args: Any, current: int | None = None, **kwargs: Any) -> tuple[Any, ...]:
-    return single_run.run_start(services, single_keys(), current, *request(services, *args, **kwargs))
+    return single_run.run_start(services, current, request(services, *args, **kwargs))
 
 
 def preview(services: UiServices, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    return single_run.run_preview(services, single_keys(), *request(services, *args, **kwargs))
+    return single_run.run_preview(services, request(services, *args, **kwargs))
 
 
 def test_services_live_in_the_private_home(services: UiServices, private_home: Path) -> None:
@@ -411,6 +421,32 @@ def test_processor_options_get_a_control_each(with_plugin: None, services: UiSer
     assert isinstance(gain, gr.Slider) and gain.maximum == 1.0
     assert level.label == "tint: value written into the channel"
     assert len(tab.setting_controls) == len(single_keys())
+
+
+def test_the_single_tab_names_its_handlers_inputs_and_outputs(services: UiServices) -> None:
+    """Preview and Start read the tab's controls by name, and each handler's outputs are named after the
+    tab's parts: a control added to the tab shifts nothing."""
+    with gr.Blocks():
+        tab = single.render_single_tab(services)
+    own = len(REQUEST_CONTROLS)
+    assert tab.request()[:own] == [getattr(tab, name) for name in REQUEST_CONTROLS]
+    assert tab.request()[own:] == [*tab.setting_controls, *tab.option_controls]
+    views = (
+        single_run.SourcesShown,
+        single_run.TargetShown,
+        single_run.FrameShown,
+        single_run.PreviewShown,
+        single_run.Started,
+        single_run.Polled,
+    )
+    for view in views:
+        assert all(hasattr(tab, name) for name in view._fields), view.__name__
+    keys = single_keys()
+    given = [["a.png"], "b.png", 3.0, 1, 5, ["face_swapper"], 2.0, "sub", "out", *range(len(keys)), "option"]
+    asked = Request.parse(keys, given)
+    assert (asked.sources, asked.target, asked.frame, asked.trim) == ([Path("a.png")], Path("b.png"), 3, (1, 5))
+    assert (asked.processors, asked.position, asked.folder, asked.name) == (["face_swapper"], 2, "sub", "out")
+    assert asked.settings == dict(zip(keys, range(len(keys)), strict=True)) and asked.options == ["option"]
 
 
 def test_start_queues_the_option_controls_values(

@@ -7,9 +7,9 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import gradio as gr
 
@@ -65,9 +65,25 @@ def problem(text: str) -> str:
     return f"⚠️ {plain_message(text)}"
 
 
-def reported(outputs: int) -> Callable[[Handler], Handler]:
+Outputs = type[tuple[Any, ...]]
+"""A NamedTuple class naming a handler's outputs: each field the component of that name it updates."""
+
+
+def output_names(view: Outputs) -> tuple[str, ...]:
+    return tuple(view.__annotations__)  # a NamedTuple's fields, in order
+
+
+def outputs_of(view: Outputs, parts: Any) -> list[Any]:
+    """The components a handler returning ``view`` updates, in its fields' order: each the attribute (or,
+    in a mapping, the item) of ``parts`` of the field's name."""
+    return [parts[name] if isinstance(parts, Mapping) else getattr(parts, name) for name in output_names(view)]
+
+
+def reported(outputs: int | Outputs = 1) -> Callable[[Handler], Handler]:
     """For a page handler whose first output is its tab's message area: a mistake becomes that message
-    (the other ``outputs - 1`` outputs unchanged, their controls usable), never an error pill."""
+    (the other outputs unchanged, their controls usable), never an error pill. ``outputs``: the NamedTuple
+    the handler returns (its first field the message), or how many outputs it has."""
+    count = outputs if isinstance(outputs, int) else len(output_names(outputs))
 
     def decorate(handler: Handler) -> Handler:
         @functools.wraps(handler)
@@ -79,7 +95,10 @@ def reported(outputs: int) -> Callable[[Handler], Handler]:
             except Exception as error:  # logged with its traceback for the developer, one line for the user
                 logger.exception("UI action failed")
                 message = problem(f"internal error ({type(error).__name__}: {error}); see the terminal log")
-            return message if outputs == 1 else (message, *(gr.skip() for _ in range(outputs - 1)))
+            skipped = [gr.skip() for _ in range(count - 1)]
+            if not isinstance(outputs, int):
+                return cast(Any, outputs)(message, *skipped)
+            return message if count == 1 else (message, *skipped)
 
         return wrapped  # type: ignore[return-value]
 
