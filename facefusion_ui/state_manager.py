@@ -50,7 +50,7 @@ _RESOLUTION = re.compile(r"^(\d{1,5})\s*[xX×]\s*(\d{1,5})$")
 
 
 def _fail(key: str, value: Any, allowed: str) -> SettingsError:
-    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}")
+    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}", setting=key)
 
 
 class Rule:
@@ -645,7 +645,7 @@ def _field(key: str) -> dataclasses.Field[Any]:
 
 
 def unknown_key_error(key: str) -> SettingsError:
-    return SettingsError(f"unknown setting '{key}': known settings are {', '.join(setting_keys())}")
+    return SettingsError(f"unknown setting '{key}': known settings are {', '.join(setting_keys())}", setting=key)
 
 
 def setting_rule(key: str) -> Rule:

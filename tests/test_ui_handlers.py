@@ -514,16 +514,23 @@ def test_controls_come_from_the_settings_rules() -> None:
 
 
 def test_messages_name_files_as_the_person_knows_them_and_offer_the_page_remedy() -> None:
-    from facefusion_ui.ui.common import plain_message, reported
+    """An error's fields say it the page's way: its files by their names, the page's remedy; the command
+    line prints it as before."""
+    from facefusion_ui.errors import InputError, ModelError, Remedy
+    from facefusion_ui.models import download_remedy
+    from facefusion_ui.ui.common import job_text, reported
 
     upload = "/home/me/.facefusion_ui/ui-uploads/" + "ab" * 32 + "/my photo.png"
-    assert plain_message(f"no face found in {upload}: use another") == "no face found in my photo.png: use another"
-    assert plain_message("model 'x_1' is not downloaded: run 'python run.py models download x_1'") == (
-        "model 'x_1' is not downloaded: download x_1 on the Settings tab (Models)"
-    )
-    assert plain_message("job 3 is running: cancel it first ('run.py batch cancel 3')") == (
-        "job 3 is running: cancel it first"
-    )
+    face = InputError(f"no face found in {upload}: use another", paths=(upload,))
+    assert face.for_page() == "no face found in my photo.png: use another"
+    assert str(face) == f"no face found in {upload}: use another"
+    missing = ModelError("model 'x_1' is not downloaded", remedy=download_remedy("x_1"))
+    assert missing.for_page() == "model 'x_1' is not downloaded: download x_1 on the Settings tab (Models)"
+    assert str(missing) == "model 'x_1' is not downloaded: run 'python run.py models download x_1'"
+    assert InputError("stopped", remedy=Remedy("run 'run.py batch list'", "")).for_page() == "stopped"
+    payload = {"sources": [upload], "target": "/tmp/t/clip.mp4", "output": "/o/out.mp4"}
+    recorded = f"cannot read /tmp/t/clip.mp4 (from {upload})"
+    assert job_text(payload, recorded) == "cannot read clip.mp4 (from my photo.png)"  # a job's own files
 
     @reported(3)
     def failing() -> tuple[str, str, str]:

@@ -16,7 +16,7 @@ import gradio as gr
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.jobs.payload import output_for
 from facefusion_ui.jobs.store import Job
-from facefusion_ui.ui.common import file_paths, plain_message, problem, reported
+from facefusion_ui.ui.common import file_paths, job_text, problem, reported
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import output_dir
 
@@ -42,7 +42,7 @@ def job_row(job: Job, selected: Sequence[int]) -> list[Any]:
         f"{job.fps:.1f}",
         eta,
         f"{job.attempts}/{job.max_attempts}",
-        plain_message(job.last_error or ""),
+        job_text(job.payload, job.last_error or ""),
     ]
 
 
@@ -178,7 +178,7 @@ def run_add(
                 )
             )
         except FacefusionError as error:
-            rejected.append(f"{target.name}: {plain_message(str(error))}")
+            rejected.append(f"{target.name}: {error.for_page()}")
     text = f"queued {len(queued)} job(s)" + ("".join(f"\n- rejected {line}" for line in rejected))
     return (problem(text) if rejected else text), table_rows(services, selected or ())
 
@@ -217,6 +217,15 @@ def clear_selection(services: UiServices) -> tuple[list[int], str, Any]:
     return [], selection_line([]), table_rows(services)
 
 
+def refusal(action: str, job_id: int, status: str | None) -> str | None:
+    """Why the page does not ask the queue for ``action`` on a job (it says so its own way), if it does not."""
+    if status is None:
+        return f"job {job_id} no longer exists"
+    if action == "remove" and status == "running":
+        return f"job {job_id} is running: cancel it first"
+    return None
+
+
 @reported(4)
 def act_on_jobs(services: UiServices, action: str, selected: Any) -> tuple[str, list[int], str, Any]:
     """``action`` (cancel, retry or remove) on each selected job; what could not be done is said per job.
@@ -226,12 +235,17 @@ def act_on_jobs(services: UiServices, action: str, selected: Any) -> tuple[str, 
         raise InputError("select jobs first: click their rows in the table")
     done, refused = [], []
     verb = {"cancel": services.store.cancel, "retry": services.store.retry, "remove": services.store.remove}[action]
+    statuses = {job.id: job.status for job in services.store.jobs()}
     for job_id in chosen:
+        reason = refusal(action, job_id, statuses.get(job_id))
+        if reason:
+            refused.append(f"- {reason}")
+            continue
         try:
             verb(job_id)
             done.append(job_id)
         except FacefusionError as error:
-            refused.append(f"- {plain_message(str(error))}")
+            refused.append(f"- {error.for_page()}")
     remaining = [job_id for job_id in chosen if not (action == "remove" and job_id in done)]
     text = f"{ACTIONS[action]}: " + (", ".join(f"job {job_id}" for job_id in done) or "none")
     message = problem("\n".join([text, *refused])) if refused else text

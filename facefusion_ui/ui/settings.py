@@ -21,7 +21,7 @@ from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
 from facefusion_ui.types import PageGroup, PresetName, choices
-from facefusion_ui.ui.common import plain_message, problem, reported
+from facefusion_ui.ui.common import problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, setting_control
 from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
@@ -196,7 +196,7 @@ def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
     try:
         current = edited(services, name, values)
     except FacefusionError as error:
-        return problem(f"Unsaved, and not valid: {error}")
+        return problem(f"Unsaved, and not valid: {error.for_page()}")
     changed = [key for key in ("preset", *settings_keys()) if getattr(current, key) != getattr(saved, key)]
     return f"● Unsaved changes: {', '.join(changed)}" if changed else ""
 
@@ -243,7 +243,7 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {plain_message(page_line(status))}" for status in services.downloads.progress().values())
+    return "\n".join(f"- {page_line(status)}" for status in services.downloads.progress().values())
 
 
 def model_names(key: str) -> list[str]:

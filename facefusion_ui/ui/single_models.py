@@ -11,12 +11,11 @@ import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.model_service import DownloadStatus
-from facefusion_ui.state_manager import Settings
-from facefusion_ui.ui.common import plain_message, problem, reported
+from facefusion_ui.ui.common import problem, reported
 from facefusion_ui.ui.downloads import page_line, status_line
 from facefusion_ui.ui.processor_options import installed, model_choices
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, request_settings
+from facefusion_ui.ui.single_request import Request, job_models, request_settings
 from facefusion_ui.ui.single_run import ACTIVE, Started, run_start
 
 POLL_S = 0.5
@@ -37,16 +36,6 @@ class DownloadStarted(NamedTuple):
     timer: Any
 
 
-def job_models(services: UiServices, settings: Settings) -> list[str]:
-    """The models a job with ``settings`` loads: the face analysis's and each processor's."""
-    names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
-    if settings.face_selector_mode == "reference":
-        names.append(settings.face_recognizer_model)
-    for processor in settings.processors:
-        names.extend(services.registry.create(processor, settings, services.runtime).required_models())
-    return list(dict.fromkeys(names))
-
-
 def downloadable(services: UiServices, name: Any) -> bool:
     """Whether ``name`` is a catalog model that is not installed and can be downloaded."""
     manifest = services.runtime.manifest
@@ -56,7 +45,7 @@ def downloadable(services: UiServices, name: Any) -> bool:
 
 
 def progress_lines(statuses: Sequence[DownloadStatus]) -> str:
-    return "\n".join(f"- {plain_message(page_line(status))}" for status in statuses)
+    return "\n".join(f"- {page_line(status)}" for status in statuses)
 
 
 def model_chosen(services: UiServices, name: Any) -> ModelChosen:
@@ -104,7 +93,7 @@ def wait_for_downloads(services: UiServices, names: Sequence[str]) -> Iterator[s
         services.downloads.wait(running, POLL_S)
     failed = [status for status in statuses if status.state != "done"]
     if failed:
-        reasons = "; ".join(plain_message(status_line(status)) for status in failed)
+        reasons = "; ".join(status_line(status) for status in failed)
         raise InputError(f"{reasons}: no job was queued (press Start to try again)")
 
 
@@ -123,6 +112,8 @@ def run_start_with_models(services: UiServices, current: int | None, request: Re
             for line in wait_for_downloads(services, needed):
                 yield Started(f"Downloading what the job needs first:\n{line}", **busy)
     except FacefusionError as error:
-        yield Started(problem(str(error)), gr.skip(), start=gr.Button(interactive=True), timer=gr.skip(), log=gr.skip())
+        yield Started(
+            problem(error.for_page()), gr.skip(), start=gr.Button(interactive=True), timer=gr.skip(), log=gr.skip()
+        )
         return
     yield run_start(services, current, request)

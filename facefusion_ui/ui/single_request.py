@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.models import missing_model_error
 from facefusion_ui.state_manager import Settings, merge_options, page_setting_keys
 from facefusion_ui.ui.common import file_path, file_paths, output_name
 from facefusion_ui.ui.controls import control_values
 from facefusion_ui.ui.media_view import target_info
-from facefusion_ui.ui.processor_options import MASK_SETTINGS, PROCESSOR_SETTINGS, option_values
+from facefusion_ui.ui.processor_options import MASK_SETTINGS, PROCESSOR_SETTINGS, installed, option_values
 from facefusion_ui.ui.services import UiServices
 
 FACE_SETTINGS = page_setting_keys("single:faces")
@@ -115,6 +116,22 @@ def request_settings(services: UiServices, request: Request, trim: bool = True) 
     settings = services.settings().with_items(**items)
     edits = option_values(services, request.processors, request.options)
     return settings.with_items(processor_options=merge_options(settings.processor_options, edits))
+
+
+def job_models(services: UiServices, settings: Settings) -> list[str]:
+    """The models a job with ``settings`` loads: the face analysis's and each processor's."""
+    names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
+    if settings.face_selector_mode == "reference":
+        names.append(settings.face_recognizer_model)
+    for processor in settings.processors:
+        names.extend(services.registry.create(processor, settings, services.runtime).required_models())
+    return list(dict.fromkeys(names))
+
+
+def missing_models(services: UiServices, settings: Settings) -> list[ModelError]:
+    """What is said of each model a job with ``settings`` loads that is not installed."""
+    specs = [services.runtime.spec(name) for name in job_models(services, settings)]
+    return [missing_model_error(spec) for spec in specs if not installed(services, spec.name)]
 
 
 def output_path(services: UiServices, target: Path, folder: str, name: str) -> Path:

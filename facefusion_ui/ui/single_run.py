@@ -12,11 +12,11 @@ import gradio as gr
 from facefusion_ui.errors import FacefusionError
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
-from facefusion_ui.ui.common import file_path, file_paths, plain_message, problem, progress_line, reported
+from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
 from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, output_path, request_settings
+from facefusion_ui.ui.single_request import Request, missing_models, output_path, request_settings
 
 LOG_LINES = 40
 ACTIVE = ("queued", "running")
@@ -91,7 +91,7 @@ def show_sources(services: UiServices, source_values: Any) -> SourcesShown:
             thumbnails.append(source_face(services, path, settings))
             kept.append(str(path))
         except FacefusionError as error:
-            dropped.append(f"- {path.name} removed: {plain_message(str(error))}")
+            dropped.append(f"- {path.name} removed: {error.for_page()}")
     message = problem("\n".join(["Some source photos have no usable face:", *dropped])) if dropped else ""
     return SourcesShown(message, (kept or None) if dropped else gr.skip(), thumbnails)
 
@@ -165,6 +165,9 @@ def run_preview(services: UiServices, request: Request) -> PreviewShown:
     if request.target is None or not request.sources:
         return PreviewShown(gr.skip(), gr.skip())
     settings = request_settings(services, request, trim=False)
+    missing = missing_models(services, settings)
+    if missing:  # said here, with the page's remedy (the pipeline would stop on them too)
+        return PreviewShown(problem("; ".join(error.for_page() for error in missing)), gr.skip())
     image = frame_of(request.target, request.frame)
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
     pipeline.set_reference_from(image)
@@ -210,9 +213,9 @@ def poll(services: UiServices, current: int | None) -> Polled:
     if current is None:
         return Polled("", gr.skip(), gr.skip(), gr.skip(), "", gr.Timer(active=False), gr.Button(interactive=True))
     job = services.job(int(current))
-    log = "\n".join(plain_message(line) for line in read_log(services.store, job.id).splitlines()[-LOG_LINES:])
+    log = job_text(job.payload, "\n".join(read_log(services.store, job.id).splitlines()[-LOG_LINES:]))
     active = job.status in ACTIVE
-    line = plain_message(progress_line(job))
+    line = job_text(job.payload, progress_line(job))
     if job.status == "completed" and job.result is not None:
         output = job.result["output"]
         video = job.result["kind"] == "video"
