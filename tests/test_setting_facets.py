@@ -8,6 +8,7 @@ import typing
 
 import pytest
 
+from facefusion_ui.cli import presets as presets_command
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.state_manager import (
@@ -168,6 +169,7 @@ def test_every_name_a_list_of_settings_uses_is_a_setting() -> None:
         *single_request.single_keys(),
         *(key for keys in processor_options.PROCESSOR_SETTINGS.values() for key in keys),
         *worker_setting_keys(),
+        *presets_command.COLUMNS,
         *(key for group in typing.get_args(PageGroup) for key in page_setting_keys(group)),
     }
     assert named - set(setting_keys()) == set()
