@@ -532,13 +532,13 @@ def test_messages_name_files_as_the_person_knows_them_and_offer_the_page_remedy(
     recorded = f"cannot read /tmp/t/clip.mp4 (from {upload})"
     assert job_text(payload, recorded) == "cannot read clip.mp4 (from my photo.png)"  # a job's own files
 
-    @reported(3)
-    def failing() -> tuple[str, str, str]:
+    @reported(single_run.FrameShown)
+    def failing() -> single_run.FrameShown:
         raise ValueError("boom")
 
     message, *rest = failing()
     assert message.startswith("⚠️ internal error (ValueError: boom)")
-    assert all(isinstance(part, type(gr.skip())) for part in rest)
+    assert len(rest) == 3 and all(isinstance(part, type(gr.skip())) for part in rest)
 
 
 def test_models_download_with_progress_and_delete(services: UiServices, tmp_path: Path) -> None:

@@ -67,11 +67,10 @@ def outputs_of(view: Outputs, parts: Any) -> list[Any]:
     return [parts[name] if isinstance(parts, Mapping) else getattr(parts, name) for name in output_names(view)]
 
 
-def reported(outputs: int | Outputs = 1) -> Callable[[Handler], Handler]:
+def reported(outputs: Outputs | None = None) -> Callable[[Handler], Handler]:
     """For a page handler whose first output is its tab's message area: a mistake becomes that message
     (the other outputs unchanged, their controls usable), never an error pill. ``outputs``: the NamedTuple
-    the handler returns (its first field the message), or how many outputs it has."""
-    count = outputs if isinstance(outputs, int) else len(output_names(outputs))
+    the handler returns (its first field the message); none when the message is its only output."""
 
     def decorate(handler: Handler) -> Handler:
         @functools.wraps(handler)
@@ -83,10 +82,9 @@ def reported(outputs: int | Outputs = 1) -> Callable[[Handler], Handler]:
             except Exception as error:  # logged with its traceback for the developer, one line for the user
                 logger.exception("UI action failed")
                 message = problem(f"internal error ({type(error).__name__}: {error}); see the terminal log")
-            skipped = [gr.skip() for _ in range(count - 1)]
-            if not isinstance(outputs, int):
-                return cast(Any, outputs)(message, *skipped)
-            return message if count == 1 else (message, *skipped)
+            if outputs is None:
+                return message
+            return cast(Any, outputs)(message, *(gr.skip() for _ in output_names(outputs)[1:]))
 
         return wrapped  # type: ignore[return-value]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -21,7 +21,7 @@ from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
 from facefusion_ui.types import PageGroup, PresetName, choices
-from facefusion_ui.ui.common import problem, reported
+from facefusion_ui.ui.common import outputs_of, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, setting_control
 from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
@@ -160,9 +160,9 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     mark = functools.partial(unsaved_line, services)
     for control in tab.fields():
         control.change(mark, tab.fields(), tab.unsaved, show_progress="hidden")
-    tab.save.click(functools.partial(run_save, services), tab.fields(), [tab.saved, tab.unsaved])
+    tab.save.click(functools.partial(run_save, services), tab.fields(), outputs_of(Saved, tab))
     tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
-    tab.delete.click(functools.partial(delete_model, services), tab.model, [tab.downloads, tab.models])
+    tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
     named = zip([model_names(key) for key in keys], tab.controls, strict=True)
     pickers = [(names, control) for names, control in named if is_model_list(services, names)]
     finished_seen = gr.State(0)
@@ -217,8 +217,22 @@ def save_warnings(services: UiServices, settings: Settings) -> list[str]:
     return lines
 
 
-@reported(2)
-def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
+class Saved(NamedTuple):
+    """What Save updates (each field a ``SettingsTab`` part of that name)."""
+
+    saved: Any
+    unsaved: Any
+
+
+class ModelDeleted(NamedTuple):
+    """What Delete updates."""
+
+    downloads: Any
+    models: Any
+
+
+@reported(Saved)
+def run_save(services: UiServices, name: str, *values: Any) -> Saved:
     """Apply the preset, then the fields, and store them: jobs queued from now on get them. Saved even
     with warnings (the message says what will not work)."""
     keys = settings_keys()
@@ -229,10 +243,10 @@ def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
     result = services.save_settings(fields)
     text = f"Saved (preset {result.preset}): applies to jobs queued from now on."
     warnings = save_warnings(services, result)
-    return (problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text), ""
+    return Saved(problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text, "")
 
 
-@reported(1)
+@reported()
 def start_download(services: UiServices, name: str) -> str:
     if not name:
         raise SettingsError("choose a model to download")
@@ -262,9 +276,9 @@ def download_progress(
     return (lines or gr.skip()), model_rows(services) if lines else gr.skip(), finished, *dropdowns
 
 
-@reported(2)
-def delete_model(services: UiServices, name: str) -> tuple[str, Any]:
+@reported(ModelDeleted)
+def delete_model(services: UiServices, name: str) -> ModelDeleted:
     if not name:
         raise SettingsError("choose a model to delete")
     services.downloads.delete(name)
-    return f"{name} deleted", model_rows(services)
+    return ModelDeleted(f"{name} deleted", model_rows(services))
