@@ -122,7 +122,7 @@ def add_jobs(drill: Drill, home: Path, out: Path, clips: Sequence[Path]) -> None
 
 def worker(home: Path, lease_s: str = LEASE_S, **extra_env: str) -> subprocess.Popen[str]:
     """A worker; the drills that kill it use a short lease so the next one takes its job over soon."""
-    return cli(["batch", "run", "--until-empty", "--lease-seconds", lease_s, *SETTINGS], home, **extra_env)
+    return cli(["batch", "run", "--until-empty", "--lease-seconds", lease_s], home, **extra_env)  # jobs carry SETTINGS
 
 
 def ffmpeg_of(home: Path) -> list[psutil.Process]:

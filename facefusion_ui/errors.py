@@ -6,21 +6,62 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """What to do about a failure, as each front end says it, after the problem and ``sep``."""
+
+    command: str
+    """On the command line: the command to run, e.g. ``run 'python run.py models download NAME'``."""
+    page: str
+    """On the page: where to do it, e.g. ``download NAME on the Settings tab (Models)``; empty when the
+    page has its own way (nothing is added)."""
+    sep: str = ": "
+
 
 class FacefusionError(Exception):
-    """Base class: a failure with a message a person can act on."""
+    """Base class: a failure with a message a person can act on. Its fields let each front end say it
+    its way: the command line prints ``str(error)`` (the problem, then the remedy's command), the page
+    ``for_page()`` (files by their names, the remedy's place on the page)."""
 
     exit_code = 1
     transient = False
 
-    def __init__(self, message: str, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(
+        self,
+        message: str,
+        detail: str | None = None,
+        *,
+        remedy: Remedy | None = None,
+        paths: Sequence[str | os.PathLike[str]] = (),
+        setting: str | None = None,
+    ) -> None:
+        self.problem = message
+        """What went wrong, without the remedy."""
+        self.remedy = remedy
+        self.paths = tuple(os.fspath(path) for path in paths)
+        """The files the problem names (as given, in full): the page names each by its file name."""
+        self.setting = setting
+        """The setting the problem is about (its key), where it is about one."""
+        self.message = message + (remedy.sep + remedy.command if remedy else "")
+        super().__init__(self.message)
         self.detail = detail
         """What a person debugging needs beyond the line (e.g. ffmpeg's stderr): job log and --verbose."""
 
     def __str__(self) -> str:
         return self.message
+
+    def for_page(self) -> str:
+        """The line as the page says it: each file by its name (an upload as the person picked it), and
+        the remedy where the page offers it."""
+        text = self.problem
+        for path in sorted(self.paths, key=len, reverse=True):  # longest first: a file's before its folder's
+            text = text.replace(path, os.path.basename(path) or path)
+        return text + (self.remedy.sep + self.remedy.page if self.remedy and self.remedy.page else "")
 
 
 class UsageError(FacefusionError):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.errors import DependencyError, ModelError, Remedy
 from facefusion_ui.types import ONNX_PROVIDER_NAMES, ExecutionProvider
 
 logger = logging.getLogger(__name__)
@@ -202,8 +202,11 @@ class SessionPool:
             except Exception as error:  # onnxruntime's own exception types
                 detail = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
                 raise ModelError(
-                    f"{path.name} cannot be loaded by onnxruntime ({detail}): verify it with "
-                    "'python run.py models verify' or download it again"
+                    f"{path.name} cannot be loaded by onnxruntime ({detail})",
+                    remedy=Remedy(
+                        "verify it with 'python run.py models verify' or download it again",
+                        "verify it with the Settings tab (Models) or download it again",
+                    ),
                 ) from error
         used = set(session.get_providers())
         self.used_providers.update(name for name, onnx_name in ONNX_PROVIDER_NAMES.items() if onnx_name in used)

@@ -24,7 +24,8 @@ def media_kind(path: Path) -> str:
     if suffix in VIDEO_SUFFIXES:
         return "video"
     raise InputError(
-        f"{path} is neither an image ({', '.join(IMAGE_SUFFIXES)}) nor a video ({', '.join(VIDEO_SUFFIXES)})"
+        f"{path} is neither an image ({', '.join(IMAGE_SUFFIXES)}) nor a video ({', '.join(VIDEO_SUFFIXES)})",
+        paths=(path,),
     )
 
 
@@ -45,20 +46,24 @@ def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
     for source in sources:
         if media_kind(source) != "image":
-            raise InputError(f"source {source} is a video: the source must be a photo of the face")
+            raise InputError(f"source {source} is a video: the source must be a photo of the face", paths=(source,))
         problem = file_problem(source)
         if problem is not None:
-            raise InputError(f"source {source} {problem}: check the path")
+            raise InputError(f"source {source} {problem}: check the path", paths=(source,))
     problem = file_problem(target)
     if problem is not None:
-        raise InputError(f"target {target} {problem}: check the path")
+        raise InputError(f"target {target} {problem}: check the path", paths=(target,))
     kind = media_kind(target)
     if output.is_dir():
-        raise InputError(f"output {output} is a folder: give a file name inside it, e.g. {output / target.name}")
+        raise InputError(
+            f"output {output} is a folder: give a file name inside it, e.g. {output / target.name}", paths=(output,)
+        )
     if media_kind(output) != kind:
-        raise InputError(f"output {output} must be {'an image' if kind == 'image' else 'a video'} like the target")
+        raise InputError(
+            f"output {output} must be {'an image' if kind == 'image' else 'a video'} like the target", paths=(output,)
+        )
     if output.resolve() == target.resolve():
-        raise InputError(f"output {output} is the target itself: choose another output path")
+        raise InputError(f"output {output} is the target itself: choose another output path", paths=(output,))
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"output folder {folder} does not exist: create it or choose another -o")

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from facefusion_ui.errors import DownloadCancelled, DownloadError, ModelError, NotEnoughSpace
+from facefusion_ui.errors import DownloadCancelled, DownloadError, ModelError, NotEnoughSpace, Remedy
 from facefusion_ui.models import (
     CHUNK_BYTES,
     ModelSpec,
     crc32_file,
-    download_command,
+    download_remedy,
     model_path,
     record_digest,
     sha256_file,
@@ -134,7 +134,8 @@ def fetch_hash(spec: ModelSpec, hash_url: str, timeout_s: float) -> str:
     except NETWORK_ERRORS as error:
         raise DownloadError(
             f"cannot fetch the hash of '{spec.name}' from {hash_url} ({describe_network_error(error, hash_url)}): "
-            f"nothing was downloaded; run '{download_command(spec.name)}' again later"
+            "nothing was downloaded",
+            remedy=download_remedy(spec.name, then=" again later", sep="; "),
         ) from error
     if len(text) != 8 or any(char not in "0123456789abcdef" for char in text):
         raise ModelError(f"the hash sidecar {hash_url} of '{spec.name}' is not a CRC32 ({text[:20]!r}): report it")
@@ -211,7 +212,8 @@ def _incomplete(spec: ModelSpec, source: str, partial: Path, last_error: str, at
         partial.unlink()
     return DownloadError(
         f"download of '{spec.name}' from {source} failed after {attempts} attempts ({last_error}); "
-        f"{kept} bytes are kept in {partial.name}: run '{download_command(spec.name)}' again to resume"
+        f"{kept} bytes are kept in {partial.name}",
+        remedy=download_remedy(spec.name, then=" again to resume"),
     )
 
 
@@ -242,7 +244,12 @@ def _verify_partial(spec: ModelSpec, partial: Path, source: str, crc32: str | No
         partial.unlink(missing_ok=True)
         raise ModelError(
             f"download of '{spec.name}' from {source} has the wrong sha256 ({digest}, expected {spec.sha256}): "
-            "the file was deleted; try again later or import a copy you trust with 'python run.py models import'"
+            "the file was deleted",
+            remedy=Remedy(
+                "try again later or import a copy you trust with 'python run.py models import'",
+                "try again later or import a copy you trust with the Settings tab (Models)",
+                "; ",
+            ),
         )
     if spec.sha256 or crc32 is None:
         return digest, None
@@ -251,7 +258,8 @@ def _verify_partial(spec: ModelSpec, partial: Path, source: str, crc32: str | No
         partial.unlink(missing_ok=True)
         raise ModelError(
             f"download of '{spec.name}' from {source} does not match the publisher's hash (CRC32 {found}, "
-            f"expected {crc32}): the file was deleted; run '{download_command(spec.name)}' again later"
+            f"expected {crc32}): the file was deleted",
+            remedy=download_remedy(spec.name, then=" again later", sep="; "),
         )
     return digest, digest
 
@@ -274,7 +282,10 @@ def download_model(
         raise ModelError(f"'{spec.name}' ships inside the package {spec.package}: there is nothing to download")
     source = url or spec.url
     if not source:
-        raise ModelError(f"model '{spec.name}' has no download address: use 'python run.py models import PATH'")
+        raise ModelError(
+            f"model '{spec.name}' has no download address",
+            remedy=Remedy("use 'python run.py models import PATH'", "use the Settings tab (Models)"),
+        )
     target = cast(Path, model_path(spec, folder))
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")

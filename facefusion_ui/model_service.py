@@ -58,6 +58,8 @@ class DownloadStatus:
     eta_s: float | None = None
     message: str = ""
     """The error line of a failed download, or where a finished one lies."""
+    error: FacefusionError | None = None
+    """What stopped a failed or cancelled download (the page says it with ``for_page``)."""
 
     @property
     def finished(self) -> bool:
@@ -205,9 +207,9 @@ class ModelDownloads:
             try:
                 path = download_model(spec, self.folder, retries=self.retries, progress=self._report, cancel=event)
             except DownloadCancelled as error:
-                self._set(spec.name, state="cancelled", message=str(error), speed_bps=0.0, eta_s=None)
+                self._set(spec.name, state="cancelled", message=str(error), error=error, speed_bps=0.0, eta_s=None)
             except FacefusionError as error:
-                self._set(spec.name, state="failed", message=str(error), speed_bps=0.0, eta_s=None)
+                self._set(spec.name, state="failed", message=str(error), error=error, speed_bps=0.0, eta_s=None)
             except Exception as error:  # a bug must still end the status, not leave it "running"
                 self._set(spec.name, state="failed", message=f"{type(error).__name__}: {error}")
             else:

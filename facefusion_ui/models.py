@@ -25,7 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.errors import InputError, ModelError, Remedy
 from facefusion_ui.paths import checkout_root, home_dir
 from facefusion_ui.types import DistanceMetric, ModelRole, ModelVerification, choices
 
@@ -188,7 +188,12 @@ def get_spec(name: str, manifest: Mapping[str, ModelSpec]) -> ModelSpec:
     try:
         return manifest[name]
     except KeyError:
-        raise ModelError(f"unknown model '{name}': 'python run.py models list' shows the known models") from None
+        raise ModelError(
+            f"unknown model '{name}'",
+            remedy=Remedy(
+                "'python run.py models list' shows the known models", "the Settings tab (Models) shows the known models"
+            ),
+        ) from None
 
 
 # State and verification -----------------------------------------------------------------------------------
@@ -296,13 +301,33 @@ def check_unchanged(spec: ModelSpec, path: Path) -> None:
         record_digest(path, digest)
     if digest != trusted:
         raise ModelError(
-            f"model '{spec.name}' at {path} has changed since it was verified (sha256 {digest}, expected "
-            f"{trusted}): delete it and run '{download_command(spec.name)}'"
+            f"model '{spec.name}' at {path} has changed since it was verified (sha256 {digest}, expected {trusted})",
+            remedy=download_remedy(spec.name, first="delete it and "),
+            paths=(path,),
         )
 
 
 def download_command(name: str) -> str:
     return f"python run.py models download {name}"
+
+
+def download_remedy(name: str, first: str = "", then: str = "", sep: str = ": ") -> Remedy:
+    """Getting model ``name``: its ``models download`` command, or the page's Models list."""
+    return Remedy(
+        f"{first}run '{download_command(name)}'{then}",
+        f"{first}download {name} on the Settings tab (Models){then}",
+        sep,
+    )
+
+
+def missing_model_error(spec: ModelSpec) -> ModelError:
+    """Model ``spec`` is not installed: what to do (reinstall its package, or download it)."""
+    if spec.kind == "embedded":
+        return ModelError(
+            f"embedded model '{spec.name}' is missing: reinstall the package {spec.package} "
+            "(python -m facefusion_ui.installer)"
+        )
+    return ModelError(f"model '{spec.name}' is not downloaded", remedy=download_remedy(spec.name))
 
 
 def require_model(spec: ModelSpec, folder: Path | None = None) -> Path:
@@ -312,12 +337,7 @@ def require_model(spec: ModelSpec, folder: Path | None = None) -> Path:
         if spec.kind == "onnx":
             check_unchanged(spec, state.path)
         return state.path
-    if spec.kind == "embedded":
-        raise ModelError(
-            f"embedded model '{spec.name}' is missing: reinstall the package {spec.package} "
-            "(python -m facefusion_ui.installer)"
-        )
-    raise ModelError(f"model '{spec.name}' is not downloaded: run '{download_command(spec.name)}'")
+    raise missing_model_error(spec)
 
 
 def model_files(spec: ModelSpec, folder: Path | None = None) -> list[Path]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from facefusion_ui.errors import PresetError, SettingsError
 from facefusion_ui.paths import checkout_root
-from facefusion_ui.state_manager import StateManager, validate_item
+from facefusion_ui.state_manager import StateManager, preset_setting_keys, validate_item
 from facefusion_ui.types import PresetName, choices
 
 if sys.version_info >= (3, 11):
@@ -28,19 +28,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
     import tomli as tomllib
 
-PRESET_KEYS = (
-    "fp16",
-    "video_chunk_size",
-    "face_cache_limit",
-    "face_cache_lifetime",
-    "frame_queue_size",
-    "execution_threads",
-    "max_concurrent_jobs",
-    "release_models",
-    "memory_threshold_mb",
-    "face_cache_scope",
-)
-"""The settings a preset may set; every preset file sets all of them."""
+PRESET_KEYS = preset_setting_keys()
+"""The settings a preset may set (their ``preset`` facet); every preset file sets all of them."""
 
 LIGHTWEIGHT_GPU_MB = 4096
 LIGHTWEIGHT_RAM_MB = 8192

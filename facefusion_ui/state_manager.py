@@ -16,7 +16,7 @@ import threading
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
@@ -34,6 +34,7 @@ from facefusion_ui.types import (
     FaceSwapperModel,
     FaceSwapperPixelBoost,
     Fp16Mode,
+    PageGroup,
     PresetName,
     ReferenceFaceFrom,
     ReleasePolicy,
@@ -49,7 +50,7 @@ _RESOLUTION = re.compile(r"^(\d{1,5})\s*[xX×]\s*(\d{1,5})$")
 
 
 def _fail(key: str, value: Any, allowed: str) -> SettingsError:
-    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}")
+    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}", setting=key)
 
 
 class Rule:
@@ -296,38 +297,96 @@ def names(values: tuple[str, ...] | None) -> Rule:
     return Names(values or ())
 
 
-def _setting(default: Any, validator: Rule, help_text: str) -> Any:
-    return field(default=default, metadata={"validate": validator, "help": help_text})
+class Place(NamedTuple):
+    """A setting's place on the page: its section, and its rank among that section's settings."""
+
+    group: PageGroup
+    rank: int
+
+
+@dataclass(frozen=True)
+class Facets:
+    """What is known of a setting besides its rule and help, declared once beside it in ``Settings``; the
+    lists of settings the other modules use are made from these."""
+
+    frames: bool = True
+    """Whether it can change the frames a run makes (in a chunk manifest's fingerprint); False for a
+    setting that changes only how fast or in how much memory a run goes."""
+    preset: int | None = None
+    """Its rank among the values every preset file sets; None when presets do not set it."""
+    page: tuple[Place, ...] = ()
+    """Where the page shows it besides the preset values (the Settings tab, the Single tab)."""
+    label: str | None = None
+    """What the page calls it (None: its help text)."""
+    worker: bool = False
+    """Whether ``batch run`` and ``worker`` read it: their warm runtime and how they take jobs (every
+    other setting comes with each job)."""
+
+
+def _setting(
+    default: Any,
+    validator: Rule,
+    help_text: str,
+    *,
+    frames: bool = True,
+    preset: int | None = None,
+    page: tuple[Place, ...] = (),
+    label: str | None = None,
+    worker: bool = False,
+) -> Any:
+    facets = Facets(frames, preset, page, label, worker)
+    return field(default=default, metadata={"validate": validator, "help": help_text, "facets": facets})
 
 
 def _options_setting(help_text: str) -> Any:
-    return field(default_factory=dict, metadata={"validate": OptionValues(), "help": help_text, "cli": False})
+    metadata = {"validate": OptionValues(), "help": help_text, "cli": False, "facets": Facets()}
+    return field(default_factory=dict, metadata=metadata)
 
 
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the tool. Frozen: change it through ``StateManager`` or ``with_items``."""
 
-    preset: PresetName = _setting("balanced", one_of(choices(PresetName)), "memory preset")
+    preset: PresetName = _setting("balanced", one_of(choices(PresetName)), "memory preset", frames=False, worker=True)
     processors: tuple[str, ...] = _setting(("face_swapper",), names(None), "processors applied in order")
     processor_options: dict[str, dict[str, Any]] = _options_setting(
         "options of the processors, by processor name (each processor declares its own)"
     )
-    face_detector_model: FaceDetectorModel = _setting("dlib_hog", one_of(choices(FaceDetectorModel)), "face detector")
+    face_detector_model: FaceDetectorModel = _setting(
+        "dlib_hog",
+        one_of(choices(FaceDetectorModel)),
+        "face detector",
+        page=(Place("settings:faces", 1),),
+        label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
+    )
     face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
-    face_detector_score: float = _setting(0.5, number(0.0, 1.0), "minimum detection confidence")
+    face_detector_score: float = _setting(
+        0.5, number(0.0, 1.0), "minimum detection confidence", page=(Place("settings:faces", 3),)
+    )
     face_detector_upsample: int = _setting(1, whole_number(0, 3), "dlib upsampling steps for small faces")
     face_detector_interval: int = _setting(
-        5, whole_number(1, 60), "videos: full-frame face detection every N frames, faces followed between (1: all)"
+        5,
+        whole_number(1, 60),
+        "videos: full-frame face detection every N frames, faces followed between (1: all)",
+        page=(Place("settings:faces", 2),),
+        label="Videos: full-frame detection every N frames, faces followed between",
     )
     face_landmarker_model: FaceLandmarkerModel = _setting(
-        "dlib_68", one_of(choices(FaceLandmarkerModel)), "face landmarker"
+        "dlib_68",
+        one_of(choices(FaceLandmarkerModel)),
+        "face landmarker",
+        page=(Place("settings:faces", 4),),
     )
     face_recognizer_model: FaceRecognizerModel = _setting(
-        "dlib_resnet", one_of(choices(FaceRecognizerModel)), "face recognizer"
+        "dlib_resnet",
+        one_of(choices(FaceRecognizerModel)),
+        "face recognizer",
+        page=(Place("settings:faces", 5),),
     )
     face_swapper_model: FaceSwapperModel = _setting(
-        "mesh_warp", one_of(choices(FaceSwapperModel)), "face swapper model"
+        "mesh_warp",
+        one_of(choices(FaceSwapperModel)),
+        "face swapper model",
     )
     face_swapper_pixel_boost: int | None = _setting(
         None,
@@ -335,21 +394,42 @@ class Settings:
         "swap on an aligned crop this many px wide, in tiles of the model's size (none: the model's size)",
     )
     keep_source_glasses: bool = _setting(
-        False, flag, "embedded swapper: keep the source photo's glasses (off: left out, the target's eyes show)"
+        False,
+        flag,
+        "embedded swapper: keep the source photo's glasses (off: left out, the target's eyes show)",
     )
     face_enhancer_model: FaceEnhancerModel = _setting(
-        "gfpgan_1.4", one_of(choices(FaceEnhancerModel)), "face enhancer model"
+        "gfpgan_1.4",
+        one_of(choices(FaceEnhancerModel)),
+        "face enhancer model",
     )
     face_enhancer_weight: float = _setting(
-        0.5, number(0.0, 1.0), "codeformer's fidelity weight: 0 restores most, 1 keeps the face closest"
+        0.5,
+        number(0.0, 1.0),
+        "codeformer's fidelity weight: 0 restores most, 1 keeps the face closest",
     )
-    face_enhancer_blend: int = _setting(80, whole_number(0, 100), "enhanced face weight in percent")
+    face_enhancer_blend: int = _setting(
+        80,
+        whole_number(0, 100),
+        "enhanced face weight in percent",
+    )
     source_audio: str | None = _setting(
-        None, FilePath(), "lip syncer: the audio to sync the lips to (any audio file, or a video's audio track)"
+        None,
+        FilePath(),
+        "lip syncer: the audio to sync the lips to (any audio file, or a video's audio track)",
     )
-    face_selector_mode: FaceSelectorMode = _setting("many", one_of(choices(FaceSelectorMode)), "faces to swap")
+    face_selector_mode: FaceSelectorMode = _setting(
+        "many",
+        one_of(choices(FaceSelectorMode)),
+        "faces to swap",
+        page=(Place("single:faces", 1),),
+        label="Which faces",
+    )
     face_selector_order: FaceSelectorOrder = _setting(
-        "large-small", one_of(choices(FaceSelectorOrder)), "face order for 'one' and positions"
+        "large-small",
+        one_of(choices(FaceSelectorOrder)),
+        "face order for 'one' and positions",
+        page=(Place("settings:faces", 8),),
     )
     reference_face_from: ReferenceFaceFrom = _setting(
         "frame", one_of(choices(ReferenceFaceFrom)), "reference mode: a face of the target, or the source person"
@@ -357,32 +437,70 @@ class Settings:
     reference_face_position: int = _setting(0, whole_number(0, 1000), "reference face index in its frame")
     reference_frame_number: int = _setting(0, whole_number(0, 10**9), "frame holding the reference face")
     reference_face_distance: float | None = _setting(
-        None, number(0.0, 4.0, optional=True), "same-person distance, recognizer's scale (none: its default)"
+        None,
+        number(0.0, 4.0, optional=True),
+        "same-person distance, recognizer's scale (none: its default)",
+        page=(Place("single:faces", 2),),
+        label="Reference: same-person distance",
     )
     face_recognition_score: float | None = _setting(
-        None, number(0.0, 4.0, optional=True), "identity-cache match distance (none: recognizer default)"
+        None,
+        number(0.0, 4.0, optional=True),
+        "identity-cache match distance (none: recognizer default)",
+        page=(Place("settings:faces", 6),),
+        label="identity match distance",
     )
-    face_cache_limit: int = _setting(100, whole_number(1, 100000), "identities kept in the cache")
-    face_cache_lifetime: float = _setting(20.0, number(0.0, 86400.0), "seconds of video an identity lives")
-    face_identity_cache: bool = _setting(True, flag, "remember identities: skip the recognizer for tracked faces")
+    face_cache_limit: int = _setting(
+        100, whole_number(1, 100000), "identities kept in the cache", frames=False, preset=3
+    )
+    face_cache_lifetime: float = _setting(20.0, number(0.0, 86400.0), "seconds of video an identity lives", preset=4)
+    face_identity_cache: bool = _setting(
+        True, flag, "remember identities: skip the recognizer for tracked faces", page=(Place("settings:faces", 7),)
+    )
     face_cache_scope: FaceCacheScope = _setting(
-        "job", one_of(choices(FaceCacheScope)), "identities carry over chunks (job) or reset per chunk"
+        "job",
+        one_of(choices(FaceCacheScope)),
+        "identities carry over chunks (job) or reset per chunk",
+        preset=10,
     )
     face_mask_types: tuple[FaceMaskType, ...] = _setting(
-        ("box",), names(choices(FaceMaskType)), "paste-back masks, combined by keeping the smallest value"
+        ("box",),
+        names(choices(FaceMaskType)),
+        "paste-back masks, combined by keeping the smallest value",
+        page=(Place("single:mask", 1),),
     )
-    face_mask_blur: float = _setting(0.3, number(0.0, 1.0), "paste-back mask feathering")
+    face_mask_blur: float = _setting(
+        0.3, number(0.0, 1.0), "paste-back mask feathering", page=(Place("single:mask", 2),)
+    )
     face_mask_padding: tuple[int, int, int, int] = _setting(
-        (0, 0, 0, 0), padding, "box mask padding in percent: top right bottom left (1 to 4 values)"
+        (0, 0, 0, 0),
+        padding,
+        "box mask padding in percent: top right bottom left (1 to 4 values)",
+        page=(Place("single:mask", 3),),
     )
     face_mask_regions: tuple[FaceMaskRegion, ...] = _setting(
-        choices(FaceMaskRegion), names(choices(FaceMaskRegion)), "region mask: the face parts swapped"
+        choices(FaceMaskRegion),
+        names(choices(FaceMaskRegion)),
+        "region mask: the face parts swapped",
+        page=(Place("single:mask", 4),),
     )
     face_mask_areas: tuple[FaceMaskArea, ...] = _setting(
-        choices(FaceMaskArea), names(choices(FaceMaskArea)), "area mask: the face areas swapped"
+        choices(FaceMaskArea),
+        names(choices(FaceMaskArea)),
+        "area mask: the face areas swapped",
+        page=(Place("single:mask", 5),),
     )
-    mouth_mask: bool = _setting(False, flag, "keep the target's mouth interior (teeth, tongue, lip motion)")
-    video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")
+    mouth_mask: bool = _setting(
+        False, flag, "keep the target's mouth interior (teeth, tongue, lip motion)", page=(Place("single:mask", 6),)
+    )
+    video_chunk_size: int | str = _setting(
+        60,
+        chunk_size,
+        "chunk length in seconds, or 'auto'",
+        frames=False,
+        preset=2,
+        label="Chunk length (seconds or auto)",
+    )
     video_temp_frame_format: TempFrameFormat | None = _setting(
         None, one_of(choices(TempFrameFormat), optional=True), "write frames to disk (none: stream)"
     )
@@ -391,30 +509,77 @@ class Settings:
         one_of(choices(VideoCopyMode)),
         "copy the GOPs no processor changes from the source instead of re-encoding them "
         "(auto: re-encode where that cannot be done; on: fail instead)",
+        page=(Place("settings:output", 7), Place("single:output", 7)),
     )
-    keep_temp: bool = _setting(False, flag, "keep the work directory after success")
-    fp16: Fp16Mode = _setting("auto", one_of(choices(Fp16Mode)), "half-precision models")
-    frame_queue_size: int = _setting(32, whole_number(1, 1024), "frames buffered between stages")
+    keep_temp: bool = _setting(False, flag, "keep the work directory after success", frames=False)
+    fp16: Fp16Mode = _setting(
+        "auto", one_of(choices(Fp16Mode)), "half-precision models", frames=False, preset=1, worker=True
+    )
+    frame_queue_size: int = _setting(
+        32, whole_number(1, 1024), "frames buffered between stages", frames=False, preset=5
+    )
     execution_providers: tuple[ExecutionProvider, ...] = _setting(
-        ("cpu",), names(choices(ExecutionProvider)), "onnxruntime providers, in order of preference"
+        ("cpu",),
+        names(choices(ExecutionProvider)),
+        "onnxruntime providers, in order of preference",
+        frames=False,
+        page=(Place("settings:execution", 1),),
+        label="Execution providers (in order)",
+        worker=True,
     )
-    execution_device_id: int = _setting(0, whole_number(0, 64), "GPU index")
-    execution_threads: int = _setting(2, whole_number(1, 128), "frame workers and intra-op threads")
-    max_concurrent_jobs: int = _setting(2, whole_number(1, 64), "jobs run at once by one worker process")
-    release_models: ReleasePolicy = _setting("never", one_of(choices(ReleasePolicy)), "when to free models")
-    memory_threshold_mb: int = _setting(1024, whole_number(0, 10**7), "free memory needed to start a job")
+    execution_device_id: int = _setting(
+        0, whole_number(0, 64), "GPU index", frames=False, page=(Place("settings:execution", 2),), worker=True
+    )
+    execution_threads: int = _setting(
+        2, whole_number(1, 128), "frame workers and intra-op threads", frames=False, preset=6, worker=True
+    )
+    max_concurrent_jobs: int = _setting(
+        2, whole_number(1, 64), "jobs run at once by one worker process", frames=False, preset=7, worker=True
+    )
+    release_models: ReleasePolicy = _setting(
+        "never", one_of(choices(ReleasePolicy)), "when to free models", frames=False, preset=8
+    )
+    memory_threshold_mb: int = _setting(
+        1024, whole_number(0, 10**7), "free memory needed to start a job", frames=False, preset=9, worker=True
+    )
     trim_frame_start: int | None = _setting(None, whole_number(0, 10**9, optional=True), "first frame")
     trim_frame_end: int | None = _setting(None, whole_number(1, 10**9, optional=True), "frame after the last")
-    output_video_encoder: VideoEncoder = _setting("libx264", one_of(choices(VideoEncoder)), "ffmpeg video encoder")
-    output_video_quality: int = _setting(80, whole_number(0, 100), "video quality, 100 is best")
-    output_video_preset: VideoPreset = _setting("veryfast", one_of(choices(VideoPreset)), "encoder speed")
+    output_video_encoder: VideoEncoder = _setting(
+        "libx264",
+        one_of(choices(VideoEncoder)),
+        "ffmpeg video encoder",
+        page=(Place("settings:output", 1), Place("single:output", 2)),
+    )
+    output_video_quality: int = _setting(
+        80,
+        whole_number(0, 100),
+        "video quality, 100 is best",
+        page=(Place("settings:output", 3), Place("single:output", 4)),
+    )
+    output_video_preset: VideoPreset = _setting(
+        "veryfast",
+        one_of(choices(VideoPreset)),
+        "encoder speed",
+        page=(Place("settings:output", 2), Place("single:output", 3)),
+    )
     output_video_resolution: str | None = _setting(
-        None, Resolution(), "videos: the output's frame size WIDTHxHEIGHT, e.g. 1280x720 (none: the source's)"
+        None,
+        Resolution(),
+        "videos: the output's frame size WIDTHxHEIGHT, e.g. 1280x720 (none: the source's)",
+        page=(Place("settings:output", 4), Place("single:output", 5)),
     )
     output_video_fps: float | None = _setting(
-        None, number(1.0, 240.0, optional=True), "videos: the output's frame rate, e.g. 25 (none: the source's)"
+        None,
+        number(1.0, 240.0, optional=True),
+        "videos: the output's frame rate, e.g. 25 (none: the source's)",
+        page=(Place("settings:output", 5), Place("single:output", 6)),
     )
-    output_image_quality: int = _setting(90, whole_number(0, 100), "image quality, 100 is best")
+    output_image_quality: int = _setting(
+        90,
+        whole_number(0, 100),
+        "image quality, 100 is best",
+        page=(Place("settings:output", 6), Place("single:output", 1)),
+    )
 
     def __post_init__(self) -> None:
         for item in dataclasses.fields(self):
@@ -476,7 +641,7 @@ def _field(key: str) -> dataclasses.Field[Any]:
 
 
 def unknown_key_error(key: str) -> SettingsError:
-    return SettingsError(f"unknown setting '{key}': known settings are {', '.join(setting_keys())}")
+    return SettingsError(f"unknown setting '{key}': known settings are {', '.join(setting_keys())}", setting=key)
 
 
 def setting_rule(key: str) -> Rule:
@@ -501,6 +666,38 @@ def merge_options(
 def cli_setting_keys() -> tuple[str, ...]:
     """The settings with a ``--option`` of their own (processor options get one per option instead)."""
     return tuple(item.name for item in dataclasses.fields(Settings) if item.metadata.get("cli", True))
+
+
+def setting_facets(key: str) -> Facets:
+    facets: Facets = _field(key).metadata["facets"]
+    return facets
+
+
+def setting_label(key: str) -> str:
+    """What the page calls setting ``key``: its label, else its help text."""
+    return setting_facets(key).label or setting_help(key)
+
+
+def frame_setting_keys() -> tuple[str, ...]:
+    """The settings that can change the frames a run makes (a chunk manifest's fingerprint holds them)."""
+    return tuple(key for key in setting_keys() if setting_facets(key).frames)
+
+
+def preset_setting_keys() -> tuple[str, ...]:
+    """The settings every preset file sets, in their rank's order."""
+    ranked = [(facets.preset, key) for key in setting_keys() if (facets := setting_facets(key)).preset is not None]
+    return tuple(key for _, key in sorted(ranked))
+
+
+def page_setting_keys(group: PageGroup) -> tuple[str, ...]:
+    """The settings the page shows in ``group``, in their rank's order."""
+    ranked = [(place.rank, key) for key in setting_keys() for place in setting_facets(key).page if place.group == group]
+    return tuple(key for _, key in sorted(ranked))
+
+
+def worker_setting_keys() -> tuple[str, ...]:
+    """The settings ``batch run`` and ``worker`` read themselves (their runtime, how they take jobs)."""
+    return tuple(key for key in setting_keys() if setting_facets(key).worker)
 
 
 class StateManager:

@@ -110,6 +110,17 @@ FaceMaskRegion = Literal[
     "lower-lip",
 ]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+PageGroup = Literal[
+    "settings:execution",
+    "settings:faces",
+    "settings:output",
+    "single:faces",
+    "single:mask",
+    "single:output",
+]
+"""Where the page shows a setting: a section of the Settings tab (``settings:``; the preset values have
+their own), or of the Single tab (``single:``). A processor's own settings are shown beside it as the
+processor declares them (``SettingsReadingProcessor.reads_settings``), not placed here."""
 
 ONNX_PROVIDER_NAMES: dict[ExecutionProvider, str] = {
     "cuda": "CUDAExecutionProvider",

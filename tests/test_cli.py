@@ -74,6 +74,8 @@ def test_presets_show_prints_the_mapping(run_cli: RunCli) -> None:
         (["presets", "show", "turbo"], "invalid choice: 'turbo'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["process", "--preset", "huge"], "invalid choice: 'huge'"),
+        (["batch", "run", "--video-chunk-size", "30"], "unrecognized arguments: --video-chunk-size 30"),
+        (["worker", "--face-selector-mode", "one"], "unrecognized arguments: --face-selector-mode one"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(run_cli: RunCli, args: list[str], fragment: str) -> None:
@@ -156,3 +158,17 @@ def test_importing_the_package_leaves_the_environment_alone_and_the_entry_point_
     lines = completed.stdout.splitlines()
     assert lines[0] == "None"
     assert lines[-1] == "1"
+
+
+@pytest.mark.parametrize("command", [["batch", "run"], ["worker"]])
+def test_worker_commands_take_only_the_settings_they_read(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each job carries its settings: a worker takes only its runtime's and how it takes jobs."""
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--preset", "--fp16", "--execution-providers", "--execution-threads", "--memory-threshold-mb"):
+        assert flag in out
+    assert "--max-concurrent-jobs" in out and "--execution-device-id" in out
+    assert "--face-selector-mode" not in out and "--video-chunk-size" not in out and "--output-video-quality" not in out

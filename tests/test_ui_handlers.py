@@ -22,7 +22,7 @@ from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
 from facefusion_ui.ui.processor_options import option_fields
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import single_keys
+from facefusion_ui.ui.single_request import REQUEST_CONTROLS, Request, single_keys
 from tests.support import media, videos
 from tests.support.plugins import install_plugin
 
@@ -74,24 +74,34 @@ def request(
     output: tuple[str, str] = ("", ""),
     options: Sequence[Any] = (),
     **chosen: Any,
-) -> list[Any]:
-    """The Single tab's inputs as the page sends them: the fixed ones, one per setting control (the
-    saved value unless ``chosen``), then the processor options: ``options`` for the last ones (a test
-    plugin's), the defaults before them (the built-ins')."""
+) -> Request:
+    """The Single tab's inputs as the page sends them, by name: its own controls, one per setting control
+    (the saved value unless ``chosen``), then the processor options: ``options`` for the last ones (a
+    test plugin's), the defaults before them (the built-ins')."""
     saved = services.settings()
     fields = option_fields(services)
     defaults = [option.default for _, option in fields[: len(fields) - len(options)]] if options else []
-    values = [chosen.get(key, getattr(saved, key)) for key in single_keys(services.registry)]
-    fixed = [[str(path) for path in sources], None if target is None else str(target), frame, *trim]
-    return [*fixed, list(processors), position, *output, *values, *defaults, *options]
+    controls = {
+        "sources": [str(path) for path in sources],
+        "target": None if target is None else str(target),
+        "frame": frame,
+        "trim_start": trim[0],
+        "trim_end": trim[1],
+        "processors": list(processors),
+        "position": position,
+        "folder": output[0],
+        "name": output[1],
+    }
+    values = {key: chosen.get(key, getattr(saved, key)) for key in single_keys(services.registry)}
+    return Request.named(controls, values, [*defaults, *options])
 
 
 def start(services: UiServices, *args: Any, current: int | None = None, **kwargs: Any) -> tuple[Any, ...]:
-    return single_run.run_start(services, single_keys(services.registry), current, *request(services, *args, **kwargs))
+    return single_run.run_start(services, current, request(services, *args, **kwargs))
 
 
 def preview(services: UiServices, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-    return single_run.run_preview(services, single_keys(services.registry), *request(services, *args, **kwargs))
+    return single_run.run_preview(services, request(services, *args, **kwargs))
 
 
 def test_services_live_in_the_private_home(services: UiServices, private_home: Path) -> None:
@@ -413,6 +423,32 @@ def test_processor_options_get_a_control_each(with_plugin: None, services: UiSer
     assert len(tab.setting_controls) == len(single_keys(services.registry))
 
 
+def test_the_single_tab_names_its_handlers_inputs_and_outputs(services: UiServices) -> None:
+    """Preview and Start read the tab's controls by name, and each handler's outputs are named after the
+    tab's parts: a control added to the tab shifts nothing."""
+    with gr.Blocks():
+        tab = single.render_single_tab(services)
+    own = len(REQUEST_CONTROLS)
+    assert tab.request()[:own] == [getattr(tab, name) for name in REQUEST_CONTROLS]
+    assert tab.request()[own:] == [*tab.setting_controls, *tab.option_controls]
+    views = (
+        single_run.SourcesShown,
+        single_run.TargetShown,
+        single_run.FrameShown,
+        single_run.PreviewShown,
+        single_run.Started,
+        single_run.Polled,
+    )
+    for view in views:
+        assert all(hasattr(tab, name) for name in view._fields), view.__name__
+    keys = single_keys(services.registry)
+    given = [["a.png"], "b.png", 3.0, 1, 5, ["face_swapper"], 2.0, "sub", "out", *range(len(keys)), "option"]
+    asked = Request.parse(keys, given)
+    assert (asked.sources, asked.target, asked.frame, asked.trim) == ([Path("a.png")], Path("b.png"), 3, (1, 5))
+    assert (asked.processors, asked.position, asked.folder, asked.name) == (["face_swapper"], 2, "sub", "out")
+    assert asked.settings == dict(zip(keys, range(len(keys)), strict=True)) and asked.options == ["option"]
+
+
 def test_start_queues_the_option_controls_values(
     with_plugin: None, services: UiServices, files: dict[str, Path]
 ) -> None:
@@ -432,7 +468,7 @@ def test_preview_applies_the_option_controls(with_plugin: None, services: UiServ
 
 
 def test_controls_come_from_the_settings_rules() -> None:
-    from facefusion_ui.ui.controls import control_value, present, setting_control
+    from facefusion_ui.ui.controls import control_value, setting_control
 
     made = {
         key: setting_control(key, value)
@@ -473,28 +509,36 @@ def test_controls_come_from_the_settings_rules() -> None:
     assert control_value("execution_providers", ["cuda", "cpu"]) == ("cuda", "cpu")
     with pytest.raises(Exception, match="'execution_threads'"):
         control_value("execution_threads", 500.0)
-    assert present(["no_such_setting", "face_mask_blur"]) == ("face_mask_blur",)  # later settings plug in
+    with pytest.raises(Exception, match="unknown setting 'no_such_setting'"):  # never dropped silently
+        setting_control("no_such_setting", 1)
 
 
 def test_messages_name_files_as_the_person_knows_them_and_offer_the_page_remedy() -> None:
-    from facefusion_ui.ui.common import plain_message, reported
+    """An error's fields say it the page's way: its files by their names, the page's remedy; the command
+    line prints it as before."""
+    from facefusion_ui.errors import InputError, ModelError, Remedy
+    from facefusion_ui.models import download_remedy
+    from facefusion_ui.ui.common import job_text, reported
 
     upload = "/home/me/.facefusion_ui/ui-uploads/" + "ab" * 32 + "/my photo.png"
-    assert plain_message(f"no face found in {upload}: use another") == "no face found in my photo.png: use another"
-    assert plain_message("model 'x_1' is not downloaded: run 'python run.py models download x_1'") == (
-        "model 'x_1' is not downloaded: download x_1 on the Settings tab (Models)"
-    )
-    assert plain_message("job 3 is running: cancel it first ('run.py batch cancel 3')") == (
-        "job 3 is running: cancel it first"
-    )
+    face = InputError(f"no face found in {upload}: use another", paths=(upload,))
+    assert face.for_page() == "no face found in my photo.png: use another"
+    assert str(face) == f"no face found in {upload}: use another"
+    missing = ModelError("model 'x_1' is not downloaded", remedy=download_remedy("x_1"))
+    assert missing.for_page() == "model 'x_1' is not downloaded: download x_1 on the Settings tab (Models)"
+    assert str(missing) == "model 'x_1' is not downloaded: run 'python run.py models download x_1'"
+    assert InputError("stopped", remedy=Remedy("run 'run.py batch list'", "")).for_page() == "stopped"
+    payload = {"sources": [upload], "target": "/tmp/t/clip.mp4", "output": "/o/out.mp4"}
+    recorded = f"cannot read /tmp/t/clip.mp4 (from {upload})"
+    assert job_text(payload, recorded) == "cannot read clip.mp4 (from my photo.png)"  # a job's own files
 
-    @reported(3)
-    def failing() -> tuple[str, str, str]:
+    @reported(single_run.FrameShown)
+    def failing() -> single_run.FrameShown:
         raise ValueError("boom")
 
     message, *rest = failing()
     assert message.startswith("⚠️ internal error (ValueError: boom)")
-    assert all(isinstance(part, type(gr.skip())) for part in rest)
+    assert len(rest) == 3 and all(isinstance(part, type(gr.skip())) for part in rest)
 
 
 def test_models_download_with_progress_and_delete(services: UiServices, tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from facefusion_ui.ui.model_sizes import ModelSizes
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import MODEL_NOTES, model_choices, model_label
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import single_keys
 from tests.support import media
 from tests.support.http_server import ServedFile, serve
 from tests.support.onnx_models import build_enhancer
@@ -151,8 +150,7 @@ def test_runtime_finds_a_model_that_arrived_after_a_miss(offline: UiServices, st
 
 
 def run_start(page: UiServices, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
-    values = request(page, *args, **kwargs)
-    return list(single_models.run_start_with_models(page, single_keys(page.registry), None, *values))
+    return list(single_models.run_start_with_models(page, None, request(page, *args, **kwargs)))
 
 
 def test_start_downloads_what_the_job_needs_then_queues_it(
@@ -221,15 +219,13 @@ def test_preview_waits_for_quiet_and_the_last_change_wins() -> None:
 def test_gated_preview_skips_stale_changes(page: UiServices, photos: dict[str, Path]) -> None:
     from facefusion_ui.ui import single_run
 
-    values = request(page, [photos["face"]], photos["grace"])
+    asked = request(page, [photos["face"]], photos["grace"])
     gate = PreviewGate(quiet_s=0.05)
-    message, pair = single_run.gated_preview(page, single_keys(page.registry), gate, "page", *values)
+    message, pair = single_run.gated_preview(page, gate, "page", asked)
     assert message == "" and pair[0].shape == pair[1].shape
     slow = PreviewGate(quiet_s=60)  # held in its quiet wait until a newer change comes
     results: list[tuple[Any, Any]] = []
-    thread = threading.Thread(
-        target=lambda: results.append(single_run.gated_preview(page, single_keys(page.registry), slow, "page", *values))
-    )
+    thread = threading.Thread(target=lambda: results.append(single_run.gated_preview(page, slow, "page", asked)))
     thread.start()
     wait_until(lambda: slow.last("page") == 1, "the first change's ticket")
     slow.ticket("page")

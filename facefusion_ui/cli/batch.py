@@ -29,7 +29,7 @@ from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.jobs.views import JobView, QueueBackend
 from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.processors.options import OptionTable
-from facefusion_ui.state_manager import Settings
+from facefusion_ui.state_manager import Settings, worker_setting_keys
 from facefusion_ui.types import JobStatus, choices
 
 logger = logging.getLogger(__name__)
@@ -354,7 +354,7 @@ def add_batch_parser(
         default=30.0,
         help="a job whose worker is silent this long goes back to the queue (default 30)",
     )
-    add_settings_arguments(run)
+    add_settings_arguments(run, keys=worker_setting_keys())  # each job carries the others
     run.set_defaults(handler=lambda args: run_worker(args, settings_from_args(args)))
     cancel = actions.add_parser("cancel", help="cancel a job", parents=[backend])
     cancel.add_argument("id")

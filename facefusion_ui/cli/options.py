@@ -35,21 +35,27 @@ def backend_parent() -> argparse.ArgumentParser:
 
 
 def add_settings_arguments(
-    parser: argparse.ArgumentParser, processor_names: Sequence[str] = (), processor_options: OptionTable | None = None
+    parser: argparse.ArgumentParser,
+    processor_names: Sequence[str] = (),
+    processor_options: OptionTable | None = None,
+    keys: Sequence[str] | None = None,
 ) -> None:
-    """One ``--option`` per setting, typed and with choices from its rule (types.py Literals), and one per
-    option a processor declares (``--my-filter-strength``) when ``processor_options`` is given."""
+    """One ``--option`` per setting (of ``keys`` when given: the settings the command reads), typed and with
+    choices from its rule (types.py Literals), and one per option a processor declares
+    (``--my-filter-strength``) when ``processor_options`` is given."""
     parser.set_defaults(takes_settings=True)
     group = parser.add_argument_group("settings (defaults <- --preset <- these options)")
-    group.add_argument(
-        "--preset",
-        "--video-memory",
-        dest="preset",
-        choices=choices(PresetName),
-        default=argparse.SUPPRESS,
-        help="memory preset (default: balanced); --video-memory is an alias",
-    )
-    for key in cli_setting_keys():
+    wanted = cli_setting_keys() if keys is None else tuple(key for key in cli_setting_keys() if key in keys)
+    if "preset" in wanted:
+        group.add_argument(
+            "--preset",
+            "--video-memory",
+            dest="preset",
+            choices=choices(PresetName),
+            default=argparse.SUPPRESS,
+            help="memory preset (default: balanced); --video-memory is an alias",
+        )
+    for key in wanted:
         if key == "preset":
             continue
         options = setting_rule(key).cli_options()

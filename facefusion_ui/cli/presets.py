@@ -10,6 +10,19 @@ from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.presets import PRESET_KEYS, Preset, load_preset, load_presets, suggest_preset
 from facefusion_ui.types import PresetName, choices
 
+COLUMNS = {
+    "video_chunk_size": "chunk_s",
+    "face_cache_limit": "cache",
+    "face_cache_lifetime": "ttl_s",
+    "frame_queue_size": "queue",
+    "execution_threads": "threads",
+    "max_concurrent_jobs": "jobs",
+    "release_models": "release",
+    "memory_threshold_mb": "min_free_mb",
+    "face_cache_scope": "ids_per",
+}
+"""Shorter column names of ``presets list``; a preset value not named here is headed by its setting."""
+
 
 def machine_suggestion() -> PresetName:
     gpus = probe_gpus()
@@ -30,19 +43,7 @@ def run_presets_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"suggested": suggested, "presets": [preset_as_json(p) for p in presets]}, indent=2))
         return 0
-    short = {
-        "fp16": "fp16",
-        "video_chunk_size": "chunk_s",
-        "face_cache_limit": "cache",
-        "face_cache_lifetime": "ttl_s",
-        "frame_queue_size": "queue",
-        "execution_threads": "threads",
-        "max_concurrent_jobs": "jobs",
-        "release_models": "release",
-        "memory_threshold_mb": "min_free_mb",
-        "face_cache_scope": "ids_per",
-    }
-    header = ["preset", *[short[key] for key in PRESET_KEYS]]
+    header = ["preset", *[COLUMNS.get(key, key) for key in PRESET_KEYS]]
     rows = [
         [p.name + (" *" if p.name == suggested else ""), *[str(p.values[key]) for key in PRESET_KEYS]] for p in presets
     ]

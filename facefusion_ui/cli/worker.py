@@ -9,6 +9,7 @@ from facefusion_ui.cli.batch import run_worker
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import UsageError
 from facefusion_ui.jobs.backend import is_redis_url
+from facefusion_ui.state_manager import worker_setting_keys
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
@@ -29,5 +30,5 @@ def add_worker_parser(commands: Any, backend: argparse.ArgumentParser) -> None:
     worker.add_argument("--concurrency", type=int, default=1, help="jobs at once (Redis: worker processes)")
     worker.add_argument("--gpu-id", type=int, help="GPU index for this worker (sets CUDA_VISIBLE_DEVICES)")
     worker.add_argument("--burst", action="store_true", help="stop when the queues are empty")
-    add_settings_arguments(worker)
+    add_settings_arguments(worker, keys=worker_setting_keys())  # each job carries the others
     worker.set_defaults(handler=run_worker_command)

@@ -55,13 +55,13 @@ def file_hash(path: Path) -> str:
 def read_image(path: Path, role: str) -> Frame:
     """An image as BGR, or an InputError that says what is wrong with the file."""
     if not path.exists():
-        raise InputError(f"{role} {path} does not exist: check the path")
+        raise InputError(f"{role} {path} does not exist: check the path", paths=(path,))
     if not path.is_file():
-        raise InputError(f"{role} {path} is not a file: give the path of an image")
+        raise InputError(f"{role} {path} is not a file: give the path of an image", paths=(path,))
     data = np.fromfile(str(path), dtype=np.uint8)
     image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
     if image is None:
-        raise InputError(f"{role} {path} cannot be read as an image: use a JPEG, PNG, WebP or BMP file")
+        raise InputError(f"{role} {path} cannot be read as an image: use a JPEG, PNG, WebP or BMP file", paths=(path,))
     return np.asarray(image, dtype=np.uint8)
 
 
@@ -80,7 +80,7 @@ def analysis_key(content_hash: str, settings: Settings) -> tuple[Any, ...]:
 def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:
     """The largest face of a source photo, analysed once per content (the runtime's source cache)."""
     if not path.is_file():
-        raise InputError(f"source {path} does not exist: check the path")
+        raise InputError(f"source {path} does not exist: check the path", paths=(path,))
     content_hash = file_hash(path)
 
     def analyse() -> SourceFace:
@@ -88,7 +88,8 @@ def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> Sourc
         faces = analyser.analyse(image, settings)
         if not faces:
             raise InputError(
-                f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide"
+                f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide",
+                paths=(path,),
             )
         return SourceFace(str(path), image, faces[0], content_hash)
 

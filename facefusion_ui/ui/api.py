@@ -9,7 +9,7 @@ import gradio as gr
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.jobs.store import wait_for
-from facefusion_ui.ui.common import file_path, file_paths, output_name, plain_errors
+from facefusion_ui.ui.common import file_path, file_paths, job_text, output_name, plain_errors
 from facefusion_ui.ui.services import UiServices
 
 API_TIMEOUT_S = 3600
@@ -36,5 +36,5 @@ def api_swap(services: UiServices, source_values: Any, target_value: Any) -> str
     )
     job = wait_for(services.store, job_id, timeout_s=API_TIMEOUT_S)
     if job.status != "completed" or job.result is None:
-        raise InputError(f"job {job_id} {job.status}: {job.last_error or 'no output'}")
+        raise InputError(f"job {job_id} {job.status}: {job_text(job.payload, job.last_error or 'no output')}")
     return str(job.result["output"])

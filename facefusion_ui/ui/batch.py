@@ -9,14 +9,14 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.jobs.payload import output_for
 from facefusion_ui.jobs.store import Job
-from facefusion_ui.ui.common import file_paths, plain_message, problem, reported
+from facefusion_ui.ui.common import file_paths, job_text, outputs_of, problem, reported
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import output_dir
 
@@ -42,7 +42,7 @@ def job_row(job: Job, selected: Sequence[int]) -> list[Any]:
         f"{job.fps:.1f}",
         eta,
         f"{job.attempts}/{job.max_attempts}",
-        plain_message(job.last_error or ""),
+        job_text(job.payload, job.last_error or ""),
     ]
 
 
@@ -128,7 +128,7 @@ def listen_batch_tab(tab: BatchTab, services: UiServices) -> None:
     tab.add.click(
         functools.partial(run_add, services),
         [tab.sources, tab.targets, tab.folder, tab.priority, tab.selected],
-        [tab.message, tab.table],
+        outputs_of(Added, tab),
     )
     tab.timer.tick(
         functools.partial(refresh, services),
@@ -146,7 +146,7 @@ def listen_batch_tab(tab: BatchTab, services: UiServices) -> None:
         button.click(
             functools.partial(act_on_jobs, services, action),
             tab.selected,
-            [tab.message, tab.selected, tab.selection, tab.table],
+            outputs_of(Acted, tab),
         )
 
 
@@ -159,10 +159,26 @@ def output_folder(services: UiServices, subfolder: str) -> Path:
     return output_dir(services, subfolder, "batch")
 
 
-@reported(2)
+class Added(NamedTuple):
+    """What Add updates (each field a ``BatchTab`` part of that name)."""
+
+    message: Any
+    table: Any
+
+
+class Acted(NamedTuple):
+    """What cancel, retry and remove update."""
+
+    message: Any
+    selected: Any
+    selection: Any
+    table: Any
+
+
+@reported(Added)
 def run_add(
     services: UiServices, source_values: Any, target_values: Any, subfolder: str, level: float, selected: Any = ()
-) -> tuple[str, Any]:
+) -> Added:
     """Queue one job per target; the rejected ones (no face, unreadable, ...) listed with their reason."""
     source_paths, target_paths = file_paths(source_values), file_paths(target_values)
     if not source_paths or not target_paths:
@@ -178,9 +194,9 @@ def run_add(
                 )
             )
         except FacefusionError as error:
-            rejected.append(f"{target.name}: {plain_message(str(error))}")
+            rejected.append(f"{target.name}: {error.for_page()}")
     text = f"queued {len(queued)} job(s)" + ("".join(f"\n- rejected {line}" for line in rejected))
-    return (problem(text) if rejected else text), table_rows(services, selected or ())
+    return Added(problem(text) if rejected else text, table_rows(services, selected or ()))
 
 
 def refresh(services: UiServices, selected: Any = (), shown: Any = None) -> tuple[Any, Any]:
@@ -217,8 +233,17 @@ def clear_selection(services: UiServices) -> tuple[list[int], str, Any]:
     return [], selection_line([]), table_rows(services)
 
 
-@reported(4)
-def act_on_jobs(services: UiServices, action: str, selected: Any) -> tuple[str, list[int], str, Any]:
+def refusal(action: str, job_id: int, status: str | None) -> str | None:
+    """Why the page does not ask the queue for ``action`` on a job (it says so its own way), if it does not."""
+    if status is None:
+        return f"job {job_id} no longer exists"
+    if action == "remove" and status == "running":
+        return f"job {job_id} is running: cancel it first"
+    return None
+
+
+@reported(Acted)
+def act_on_jobs(services: UiServices, action: str, selected: Any) -> Acted:
     """``action`` (cancel, retry or remove) on each selected job; what could not be done is said per job.
     Removed jobs leave the selection."""
     chosen = [int(job_id) for job_id in selected or []]
@@ -226,13 +251,18 @@ def act_on_jobs(services: UiServices, action: str, selected: Any) -> tuple[str, 
         raise InputError("select jobs first: click their rows in the table")
     done, refused = [], []
     verb = {"cancel": services.store.cancel, "retry": services.store.retry, "remove": services.store.remove}[action]
+    statuses = {job.id: job.status for job in services.store.jobs()}
     for job_id in chosen:
+        reason = refusal(action, job_id, statuses.get(job_id))
+        if reason:
+            refused.append(f"- {reason}")
+            continue
         try:
             verb(job_id)
             done.append(job_id)
         except FacefusionError as error:
-            refused.append(f"- {plain_message(str(error))}")
+            refused.append(f"- {error.for_page()}")
     remaining = [job_id for job_id in chosen if not (action == "remove" and job_id in done)]
     text = f"{ACTIONS[action]}: " + (", ".join(f"job {job_id}" for job_id in done) or "none")
     message = problem("\n".join([text, *refused])) if refused else text
-    return message, remaining, selection_line(remaining), table_rows(services, remaining)
+    return Acted(message, remaining, selection_line(remaining), table_rows(services, remaining))

@@ -1,15 +1,14 @@
 """Helpers the tabs share: plain-words errors (raised for the API, shown in a tab's one message area for
-the page), progress text, output names."""
+the page, each said as ``FacefusionError.for_page`` says it), progress text, output names."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import gradio as gr
 
@@ -28,7 +27,7 @@ def plain_errors(handler: Handler) -> Handler:
         try:
             return handler(*args, **kwargs)
         except FacefusionError as error:
-            raise gr.Error(plain_message(str(error)), print_exception=False) from error
+            raise gr.Error(error.for_page(), print_exception=False) from error
         except gr.Error:
             raise
         except Exception as error:  # logged with its traceback for the developer, one line for the user
@@ -40,34 +39,38 @@ def plain_errors(handler: Handler) -> Handler:
     return wrapped  # type: ignore[return-value]
 
 
-UPLOAD_PATH = re.compile(r"(?:[^\s'\"]*/)?[0-9a-f]{32,64}/([^/\s'\"]+)")
-"""A file as Gradio keeps an upload (``.../ui-uploads/<hash>/name.png``): shown by its name."""
-FILE_PATH = re.compile(r"(?<![\w.])(?:/[^\s'\"/:]+)+/([^/\s'\":]+\.[A-Za-z0-9]{1,5})\b")
-"""Any other absolute path of a file: shown by its name, as the person picked it."""
-COMMAND_HINTS = (
-    (re.compile(r"run '?python run\.py models download ([\w.\-]+)'?"), r"download \1 on the Settings tab (Models)"),
-    (re.compile(r"'?python run\.py models (?:import|verify|list)[^']*'?"), "the Settings tab (Models)"),
-    (re.compile(r" ?\('?run\.py batch cancel \d+'?\)"), ""),
-    (re.compile(r": '?run\.py batch list[^']*'? shows (?:the jobs|them)"), ""),
-)
-"""Command-line remedies in library messages, as the page offers them."""
-
-
-def plain_message(text: str) -> str:
-    """A library message as the page shows it: uploads by their file name, remedies the page offers."""
-    text = FILE_PATH.sub(r"\1", UPLOAD_PATH.sub(r"\1", text))
-    for pattern, replacement in COMMAND_HINTS:
-        text = pattern.sub(replacement, text)
+def job_text(payload: Mapping[str, Any], text: str) -> str:
+    """A line a job recorded (its error, its log) as the page shows it: the files of the job's
+    ``payload`` by their names (an upload as the person picked it)."""
+    named = [*payload.get("sources", ()), payload.get("target"), payload.get("output")]
+    for path in sorted((str(item) for item in named if item), key=len, reverse=True):
+        text = text.replace(path, Path(path).name)
     return text
 
 
 def problem(text: str) -> str:
-    return f"⚠️ {plain_message(text)}"
+    """A mistake or a warning in a tab's message area."""
+    return f"⚠️ {text}"
 
 
-def reported(outputs: int) -> Callable[[Handler], Handler]:
+Outputs = type[tuple[Any, ...]]
+"""A NamedTuple class naming a handler's outputs: each field the component of that name it updates."""
+
+
+def output_names(view: Outputs) -> tuple[str, ...]:
+    return tuple(view.__annotations__)  # a NamedTuple's fields, in order
+
+
+def outputs_of(view: Outputs, parts: Any) -> list[Any]:
+    """The components a handler returning ``view`` updates, in its fields' order: each the attribute (or,
+    in a mapping, the item) of ``parts`` of the field's name."""
+    return [parts[name] if isinstance(parts, Mapping) else getattr(parts, name) for name in output_names(view)]
+
+
+def reported(outputs: Outputs | None = None) -> Callable[[Handler], Handler]:
     """For a page handler whose first output is its tab's message area: a mistake becomes that message
-    (the other ``outputs - 1`` outputs unchanged, their controls usable), never an error pill."""
+    (the other outputs unchanged, their controls usable), never an error pill. ``outputs``: the NamedTuple
+    the handler returns (its first field the message); none when the message is its only output."""
 
     def decorate(handler: Handler) -> Handler:
         @functools.wraps(handler)
@@ -75,11 +78,13 @@ def reported(outputs: int) -> Callable[[Handler], Handler]:
             try:
                 return handler(*args, **kwargs)
             except FacefusionError as error:
-                message = problem(str(error))
+                message = problem(error.for_page())
             except Exception as error:  # logged with its traceback for the developer, one line for the user
                 logger.exception("UI action failed")
                 message = problem(f"internal error ({type(error).__name__}: {error}); see the terminal log")
-            return message if outputs == 1 else (message, *(gr.skip() for _ in range(outputs - 1)))
+            if outputs is None:
+                return message
+            return cast(Any, outputs)(message, *(gr.skip() for _ in output_names(outputs)[1:]))
 
         return wrapped  # type: ignore[return-value]
 

@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gradio as gr
 
 from facefusion_ui.errors import SettingsError
-from facefusion_ui.state_manager import setting_help, setting_keys, setting_rule, validate_item
+from facefusion_ui.state_manager import setting_label, setting_rule, validate_item
 
 NONE_CHOICE = "none"
 SLIDER_SPAN = 1000
 """Numbers with a wider range get a number box: a slider step would be too coarse."""
-
-
-def present(keys: Iterable[str]) -> tuple[str, ...]:
-    """The keys of ``keys`` that are settings of this version (the others are skipped, so a page may
-    name settings that land later)."""
-    known = set(setting_keys())
-    return tuple(key for key in keys if key in known)
 
 
 def _bounds(key: str) -> tuple[float | None, float | None]:
@@ -68,7 +61,7 @@ def setting_control(
     """The control of setting ``key`` showing ``value``; ``fallback``: where a slider for an optional
     number starts when the value is none (e.g. the recognizer's own distance); ``choice_labels``: what a
     choice is called on the page (e.g. "inswapper_128 (not downloaded)"), its value stays the name."""
-    label = label or setting_help(key)
+    label = label or setting_label(key)
     elem_id = f"setting-{key}"
     kind = _kind(key)
     if kind == "flag":
@@ -114,16 +107,16 @@ def control_value(key: str, raw: Any, label: str | None = None) -> Any:
     if raw is None or raw == "" or (raw == NONE_CHOICE and _kind(key) == "one"):
         if _optional(key):
             return None
-        raise SettingsError(f"{label or setting_help(key)}: give a value")
+        raise SettingsError(f"{label or setting_label(key)}: give a value")
     kind = _kind(key)
     if kind in ("int", "float"):
-        raw = _number(raw, label or setting_help(key))
+        raw = _number(raw, label or setting_label(key))
         if kind == "int" and isinstance(raw, float) and raw.is_integer():
             raw = int(raw)  # sliders and number boxes give floats
     elif kind == "many":
         raw = tuple(raw)
     elif kind == "list" and isinstance(raw, str):
-        raw = _values(key, raw, label or setting_help(key))
+        raw = _values(key, raw, label or setting_label(key))
     elif kind == "text" and isinstance(raw, str):
         raw = _text(raw)
     return validate_item(key, raw)
@@ -154,7 +147,8 @@ def _text(raw: str) -> Any:
 
 
 def control_values(keys: Sequence[str], raws: Sequence[Any], labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``{key: value}`` for controls made by ``setting_control`` in ``keys`` order."""
+    """``{key: value}`` for controls made by ``setting_control`` in ``keys`` order (``labels``: what the
+    page calls them where not their own label)."""
     if len(keys) != len(raws):
         raise SettingsError("the page is out of date (settings changed): reload it")
     return {key: control_value(key, raw, (labels or {}).get(key)) for key, raw in zip(keys, raws, strict=True)}

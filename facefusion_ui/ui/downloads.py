@@ -20,7 +20,7 @@ def status_line(status: DownloadStatus) -> str:
     """``gfpgan_1.4: 120.3 MB of 348.6 MB (35%), 4.1 MB/s, 56 s left`` and the like."""
     name = status.name
     if status.state == "failed":
-        return f"{name}: download failed: {status.message}"
+        return f"{name}: download failed: {status.error.for_page() if status.error else status.message}"
     if status.state == "cancelled":
         return f"{name}: download cancelled (what arrived is kept: Download resumes it)"
     if status.state == "done":

@@ -10,22 +10,15 @@ from typing import Any
 
 import gradio as gr
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, PluginError
 from facefusion_ui.models import model_state
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.ui.controls import present
+from facefusion_ui.state_manager import page_setting_keys, setting_keys
 from facefusion_ui.ui.services import UiServices
 
-MASK_SETTINGS = (
-    "face_mask_types",
-    "face_mask_blur",
-    "face_mask_padding",
-    "face_mask_regions",
-    "face_mask_areas",
-    "mouth_mask",
-)
-"""How a changed face is blended back; names not (yet) in ``Settings`` are skipped."""
+MASK_SETTINGS = page_setting_keys("single:mask")
+"""How a changed face is blended back."""
 MODEL_NOTES = {
     # swappers
     "mesh_warp": "runs on any CPU, no download: moves the source face onto the target's face shape",
@@ -132,8 +125,13 @@ def is_model_list(services: UiServices, names: Sequence[str]) -> bool:
 
 
 def processor_settings(registry: ProcessorRegistry, name: str) -> tuple[str, ...]:
-    """The settings shown beside the processor (names not in ``Settings`` are skipped)."""
-    return present(registry.settings_read(name))
+    """The settings shown beside the processor: those it declares its own. A name that is no setting is
+    a mistake in the processor, said at once instead of being skipped."""
+    declared = registry.settings_read(name)
+    unknown = [key for key in declared if key not in setting_keys()]
+    if unknown:
+        raise PluginError(f"processor '{name}' declares settings that do not exist: {', '.join(unknown)}")
+    return declared
 
 
 def processor_setting_keys(registry: ProcessorRegistry) -> tuple[str, ...]:

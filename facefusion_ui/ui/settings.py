@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -20,51 +20,25 @@ from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings, setting_rule
-from facefusion_ui.types import PresetName, choices
-from facefusion_ui.ui.common import plain_message, problem, reported
-from facefusion_ui.ui.controls import control_update, control_values, present, setting_control
+from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
+from facefusion_ui.types import PageGroup, PresetName, choices
+from facefusion_ui.ui.common import outputs_of, problem, reported
+from facefusion_ui.ui.controls import control_update, control_values, setting_control
 from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
 from facefusion_ui.ui.services import UiServices
 
-GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Preset values (the preset fills them in; each can be changed)", PRESET_KEYS),
-    ("Execution", ("execution_providers", "execution_device_id")),
-    (
-        "Faces",
-        (
-            "face_detector_model",
-            "face_detector_interval",
-            "face_detector_score",
-            "face_landmarker_model",
-            "face_recognizer_model",
-            "face_recognition_score",
-            "face_identity_cache",
-            "face_selector_order",
-        ),
-    ),
-    (
-        "Output defaults",
-        (
-            "output_video_encoder",
-            "output_video_preset",
-            "output_video_quality",
-            "output_video_resolution",
-            "output_video_fps",
-            "output_image_quality",
-            "video_copy_unchanged",
-        ),
-    ),
+GROUP_TITLES: tuple[tuple[str, PageGroup | None], ...] = (
+    ("Preset values (the preset fills them in; each can be changed)", None),
+    ("Execution", "settings:execution"),
+    ("Faces", "settings:faces"),
+    ("Output defaults", "settings:output"),
 )
-"""The tab's sections and their settings; names not (yet) in ``Settings`` are skipped."""
-LABELS = {
-    "face_detector_model": "Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
-    "face_detector_interval": "Videos: full-frame detection every N frames, faces followed between",
-    "face_recognition_score": "identity match distance",
-    "video_chunk_size": "Chunk length (seconds or auto)",
-    "execution_providers": "Execution providers (in order)",
-}
+"""The tab's sections: the preset values, then the settings placed in each group (their ``page`` facet)."""
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (title, PRESET_KEYS if group is None else page_setting_keys(group)) for title, group in GROUP_TITLES
+)
+"""The tab's sections and their settings."""
 MODEL_SETTINGS = (
     "face_detector_model",
     "face_landmarker_model",
@@ -80,7 +54,7 @@ MODEL_COLUMNS = ["model", "role", "installed", "verified", "size MB", "what it i
 
 def settings_keys() -> tuple[str, ...]:
     """The settings with a control on the tab, in the order ``run_save`` takes them."""
-    return present(dict.fromkeys(key for _, keys in GROUPS for key in keys))
+    return tuple(dict.fromkeys(key for _, keys in GROUPS for key in keys))
 
 
 def suggested() -> str:
@@ -136,9 +110,8 @@ class SettingsTab:
 def render_controls(services: UiServices) -> list[Any]:
     settings = services.settings()
     controls: dict[str, Any] = {}
-    known = set(settings_keys())
     for title, keys in GROUPS:
-        shown = [key for key in keys if key in known and key not in controls]
+        shown = [key for key in keys if key not in controls]
         if not shown:
             continue
         gr.Markdown(f"### {title}")
@@ -147,7 +120,7 @@ def render_controls(services: UiServices) -> list[Any]:
                 for key in shown[row : row + PER_ROW]:
                     names = setting_rule(key).cli_options().get("choices") or ()
                     controls[key] = setting_control(
-                        key, getattr(settings, key), LABELS.get(key), choice_labels=model_labels(services, names)
+                        key, getattr(settings, key), choice_labels=model_labels(services, names)
                     )
     return [controls[key] for key in settings_keys()]
 
@@ -184,14 +157,14 @@ def render_settings_tab(services: UiServices) -> SettingsTab:
 
 def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     keys = settings_keys()
-    preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS if key in keys]
+    preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS]
     tab.preset.change(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved])
     mark = functools.partial(unsaved_line, services)
     for control in tab.fields():
         control.change(mark, tab.fields(), tab.unsaved, show_progress="hidden")
-    tab.save.click(functools.partial(run_save, services), tab.fields(), [tab.saved, tab.unsaved])
+    tab.save.click(functools.partial(run_save, services), tab.fields(), outputs_of(Saved, tab))
     tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
-    tab.delete.click(functools.partial(delete_model, services), tab.model, [tab.downloads, tab.models])
+    tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
     named = zip([model_names(key) for key in keys], tab.controls, strict=True)
     pickers = [(names, control) for names, control in named if is_model_list(services, names)]
     finished_seen = gr.State(0)
@@ -210,13 +183,13 @@ def build_settings_tab(services: UiServices) -> None:
 def choose_preset(name: str) -> tuple[Any, ...]:
     """Show what the preset sets and put its values in the fields (saved with Save)."""
     values = next(p.values for p in load_presets() if p.name == name)
-    updates = [control_update(key, values[key]) for key in PRESET_KEYS if key in settings_keys()]
+    updates = [control_update(key, values[key]) for key in PRESET_KEYS]
     return preset_table(name), *updates, ""
 
 
 def edited(services: UiServices, name: str, values: Sequence[Any]) -> Settings:
     """The saved settings with the preset, then the fields, applied (nothing stored)."""
-    return services.settings().with_items(preset=name, **control_values(settings_keys(), values, LABELS))
+    return services.settings().with_items(preset=name, **control_values(settings_keys(), values))
 
 
 def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
@@ -225,7 +198,7 @@ def unsaved_line(services: UiServices, name: str, *values: Any) -> str:
     try:
         current = edited(services, name, values)
     except FacefusionError as error:
-        return problem(f"Unsaved, and not valid: {error}")
+        return problem(f"Unsaved, and not valid: {error.for_page()}")
     changed = [key for key in ("preset", *settings_keys()) if getattr(current, key) != getattr(saved, key)]
     return f"● Unsaved changes: {', '.join(changed)}" if changed else ""
 
@@ -253,22 +226,36 @@ def save_warnings(services: UiServices, settings: Settings) -> list[str]:
     return lines
 
 
-@reported(2)
-def run_save(services: UiServices, name: str, *values: Any) -> tuple[str, str]:
+class Saved(NamedTuple):
+    """What Save updates (each field a ``SettingsTab`` part of that name)."""
+
+    saved: Any
+    unsaved: Any
+
+
+class ModelDeleted(NamedTuple):
+    """What Delete updates."""
+
+    downloads: Any
+    models: Any
+
+
+@reported(Saved)
+def run_save(services: UiServices, name: str, *values: Any) -> Saved:
     """Apply the preset, then the fields, and store them: jobs queued from now on get them. Saved even
     with warnings (the message says what will not work)."""
     keys = settings_keys()
     if "execution_providers" in keys and not values[keys.index("execution_providers")]:
         raise SettingsError("choose at least one execution provider (cpu always works)")
-    fields = control_values(keys, values, LABELS)
+    fields = control_values(keys, values)
     apply_preset(services.state, name)
     result = services.save_settings(fields)
     text = f"Saved (preset {result.preset}): applies to jobs queued from now on."
     warnings = save_warnings(services, result)
-    return (problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text), ""
+    return Saved(problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text, "")
 
 
-@reported(1)
+@reported()
 def start_download(services: UiServices, name: str) -> str:
     if not name:
         raise SettingsError("choose a model to download")
@@ -279,7 +266,7 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {plain_message(page_line(status))}" for status in services.downloads.progress().values())
+    return "\n".join(f"- {page_line(status)}" for status in services.downloads.progress().values())
 
 
 def model_names(key: str) -> list[str]:
@@ -298,9 +285,9 @@ def download_progress(
     return (lines or gr.skip()), model_rows(services) if lines else gr.skip(), finished, *dropdowns
 
 
-@reported(2)
-def delete_model(services: UiServices, name: str) -> tuple[str, Any]:
+@reported(ModelDeleted)
+def delete_model(services: UiServices, name: str) -> ModelDeleted:
     if not name:
         raise SettingsError("choose a model to delete")
     services.downloads.delete(name)
-    return f"{name} deleted", model_rows(services)
+    return ModelDeleted(f"{name} deleted", model_rows(services))

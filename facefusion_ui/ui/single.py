@@ -14,6 +14,7 @@ import gradio as gr
 
 from facefusion_ui.state_manager import setting_rule
 from facefusion_ui.ui import single_models, single_run
+from facefusion_ui.ui.common import outputs_of
 from facefusion_ui.ui.controls import setting_control
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import (
@@ -25,12 +26,14 @@ from facefusion_ui.ui.processor_options import (
     render_option_control,
 )
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import FACE_SETTINGS, OUTPUT_SETTINGS, single_keys
+from facefusion_ui.ui.single_request import FACE_SETTINGS, OUTPUT_SETTINGS, REQUEST_CONTROLS, Request, single_keys
 
 MODE_INFO = (
     "many: every face of the target · one: only the face at the reference position · "
     "reference: every face that looks like the reference face (click it below), in every frame"
 )
+FACE_INFOS = {"face_selector_mode": MODE_INFO, "reference_face_distance": "lower: stricter (same person only)"}
+"""What the face settings' controls say under their label."""
 POSITION_INFO = "0 is the first face in the gallery: faces are counted largest first (Settings: face order)"
 PREVIEW_EVENT: dict[str, Any] = {
     "trigger_mode": "multiple",
@@ -77,9 +80,10 @@ class SingleTab:
     models: ModelPickers
 
     def request(self) -> list[Any]:
-        """The inputs of preview and Start, as ``single_request.Request.parse`` reads them."""
-        fixed = [self.sources, self.target, self.frame, self.trim_start, self.trim_end, self.processors]
-        return [*fixed, self.position, self.folder, self.name, *self.setting_controls, *self.option_controls]
+        """The inputs of preview and Start, as ``single_request.Request.parse`` reads them: the controls
+        named in ``REQUEST_CONTROLS``, then the settings' and the option controls."""
+        own = [getattr(self, name) for name in REQUEST_CONTROLS]
+        return [*own, *self.setting_controls, *self.option_controls]
 
 
 def render_sources_and_target() -> dict[str, Any]:
@@ -132,11 +136,8 @@ def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
     """Which faces change, the reference position, and the reference distance as a slider."""
     settings = services.settings()
     fallback = services.runtime.spec(settings.face_recognizer_model).threshold
-    infos = {"face_selector_mode": MODE_INFO, "reference_face_distance": "lower: stricter (same person only)"}
-    labels = {"face_selector_mode": "Which faces", "reference_face_distance": "Reference: same-person distance"}
     for key in FACE_SETTINGS:
-        if key in controls:
-            controls[key] = setting_control(key, getattr(settings, key), labels[key], infos[key], fallback)
+        controls[key] = setting_control(key, getattr(settings, key), info=FACE_INFOS.get(key), fallback=fallback)
     high = getattr(setting_rule("reference_face_position"), "high", 1000)
     return gr.Number(
         value=0,
@@ -302,18 +303,23 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     keys = single_keys(services.registry)
     gate = PreviewGate()
 
-    def preview(request: gr.Request, *values: Any) -> tuple[Any, Any]:
-        return single_run.gated_preview(services, keys, gate, request.session_hash or "", *values)
+    def preview(request: gr.Request, *values: Any) -> single_run.PreviewShown:
+        asked = Request.parse(keys, values)
+        return single_run.gated_preview(services, gate, request.session_hash or "", asked)
 
-    show_preview: dict[str, Any] = {"fn": preview, "inputs": tab.request(), "outputs": [tab.message, tab.preview]}
+    show_preview: dict[str, Any] = {
+        "fn": preview,
+        "inputs": tab.request(),
+        "outputs": outputs_of(single_run.PreviewShown, tab),
+    }
     # the person's own changes only: the handler itself sets the list when it drops a photo
     for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
         event(
             functools.partial(single_run.show_sources, services),
             tab.sources,
-            [tab.message, tab.sources, tab.source_faces],
+            outputs_of(single_run.SourcesShown, tab),
         ).then(**show_preview, **PREVIEW_EVENT)
-    fitted = [tab.message, tab.faces, tab.frame, tab.trim_start, tab.trim_end, tab.position, tab.trim_times]
+    fitted = outputs_of(single_run.TargetShown, tab)
     tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
         single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden"
     ).then(**show_preview, **PREVIEW_EVENT)
@@ -321,7 +327,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     tab.frame.release(
         functools.partial(single_run.change_frame, services),
         [tab.target, tab.frame],
-        [tab.message, tab.faces, tab.position, tab.frame_time],
+        outputs_of(single_run.FrameShown, tab),
     ).then(**show_preview, **PREVIEW_EVENT)
     for bound in (tab.trim_start, tab.trim_end):
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
@@ -330,16 +336,16 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
 
-    def start(request: gr.Request, *values: Any) -> Iterator[tuple[Any, ...]]:
+    def start(request: gr.Request, current: int | None, *values: Any) -> Iterator[single_run.Started]:
         gate.hold_message(request.session_hash or "")  # a preview asked before Start leaves its message
-        yield from single_models.run_start_with_models(services, keys, *values)
+        yield from single_models.run_start_with_models(services, current, Request.parse(keys, values))
 
-    tab.start.click(start, [tab.job_id, *tab.request()], [tab.message, tab.job_id, tab.start, tab.timer, tab.log])
+    tab.start.click(start, [tab.job_id, *tab.request()], outputs_of(single_run.Started, tab))
     listen_models(tab.models, services)
     tab.timer.tick(
         functools.partial(single_run.poll, services),
         tab.job_id,
-        [tab.status, tab.result_video, tab.result_image, tab.download, tab.log, tab.timer, tab.start],
+        outputs_of(single_run.Polled, tab),
     )
     tab.cancel.click(functools.partial(single_run.run_cancel, services), tab.job_id, tab.message)
 
@@ -348,8 +354,10 @@ def listen_models(models: ModelPickers, services: UiServices) -> None:
     """A choice shows or hides its Download button; a press starts the download and the timer that shows
     its progress and, once it ends, relabels every model dropdown."""
     for control, button in zip(models.controls, models.buttons, strict=True):
-        control.change(functools.partial(single_models.model_chosen, services), control, [models.line, button])
-        button.click(functools.partial(single_models.download_chosen, services), control, [models.line, models.timer])
+        shown = outputs_of(single_models.ModelChosen, {"line": models.line, "button": button})
+        control.change(functools.partial(single_models.model_chosen, services), control, shown)
+        started = outputs_of(single_models.DownloadStarted, models)
+        button.click(functools.partial(single_models.download_chosen, services), control, started)
     models.timer.tick(
         functools.partial(single_models.download_tick, services, models.names),
         models.controls,

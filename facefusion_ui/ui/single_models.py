@@ -5,32 +5,35 @@ the downloads' progress line (bytes, speed, ETA), the dropdowns' labels refreshe
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.model_service import DownloadStatus
-from facefusion_ui.state_manager import Settings
-from facefusion_ui.ui.common import plain_message, problem, reported
+from facefusion_ui.ui.common import problem, reported
 from facefusion_ui.ui.downloads import page_line, status_line
 from facefusion_ui.ui.processor_options import installed, model_choices
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, request_settings
-from facefusion_ui.ui.single_run import ACTIVE, run_start
+from facefusion_ui.ui.single_request import Request, job_models, request_settings
+from facefusion_ui.ui.single_run import ACTIVE, Started, run_start
 
 POLL_S = 0.5
 """How often Start's wait for its downloads says how far they got."""
 
 
-def job_models(services: UiServices, settings: Settings) -> list[str]:
-    """The models a job with ``settings`` loads: the face analysis's and each processor's."""
-    names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
-    if settings.face_selector_mode == "reference":
-        names.append(settings.face_recognizer_model)
-    for processor in settings.processors:
-        names.extend(services.registry.create(processor, settings, services.runtime).required_models())
-    return list(dict.fromkeys(names))
+class ModelChosen(NamedTuple):
+    """What choosing a model updates: the downloads' line and the Download button beside it."""
+
+    line: Any
+    button: Any
+
+
+class DownloadStarted(NamedTuple):
+    """What a Download button updates: the downloads' line and their timer."""
+
+    line: Any
+    timer: Any
 
 
 def downloadable(services: UiServices, name: Any) -> bool:
@@ -42,27 +45,27 @@ def downloadable(services: UiServices, name: Any) -> bool:
 
 
 def progress_lines(statuses: Sequence[DownloadStatus]) -> str:
-    return "\n".join(f"- {plain_message(page_line(status))}" for status in statuses)
+    return "\n".join(f"- {page_line(status)}" for status in statuses)
 
 
-def model_chosen(services: UiServices, name: Any) -> tuple[str, Any]:
+def model_chosen(services: UiServices, name: Any) -> ModelChosen:
     """A model was chosen: the Download button beside it when it is not downloaded, and what it takes."""
     if not downloadable(services, name):
-        return "", gr.Button(visible=False)
+        return ModelChosen("", gr.Button(visible=False))
     size = services.downloads.size(str(name))
     weight = f" ({size / 1e6:.0f} MB)" if size else ""
     line = f"{name} is not downloaded{weight}: press Download beside it, or Start (it downloads what the job needs)"
-    return line, gr.Button(visible=True)
+    return ModelChosen(line, gr.Button(visible=True))
 
 
-@reported(2)
-def download_chosen(services: UiServices, name: Any) -> tuple[str, Any]:
+@reported(DownloadStarted)
+def download_chosen(services: UiServices, name: Any) -> DownloadStarted:
     """Download the chosen model and what it requires; the timer shows the progress."""
     if not downloadable(services, name):
-        return f"{name} is already downloaded", gr.skip()
+        return DownloadStarted(f"{name} is already downloaded", gr.skip())
     started = services.downloads.start_missing([str(name)])
     statuses = [services.downloads.progress()[each] for each in started]
-    return progress_lines(statuses), gr.Timer(active=True)
+    return DownloadStarted(progress_lines(statuses), gr.Timer(active=True))
 
 
 def download_tick(services: UiServices, model_lists: Sequence[Sequence[str]], *values: Any) -> tuple[Any, ...]:
@@ -90,28 +93,27 @@ def wait_for_downloads(services: UiServices, names: Sequence[str]) -> Iterator[s
         services.downloads.wait(running, POLL_S)
     failed = [status for status in statuses if status.state != "done"]
     if failed:
-        reasons = "; ".join(plain_message(status_line(status)) for status in failed)
+        reasons = "; ".join(status_line(status) for status in failed)
         raise InputError(f"{reasons}: no job was queued (press Start to try again)")
 
 
-def run_start_with_models(
-    services: UiServices, keys: Sequence[str], current: int | None, *values: Any
-) -> Iterator[tuple[Any, ...]]:
+def run_start_with_models(services: UiServices, current: int | None, request: Request) -> Iterator[Started]:
     """Start: the models the job needs that are not downloaded are downloaded first (their progress in the
     message area, Start disabled meanwhile), then the job is queued (``run_start``)."""
     try:
         if current is not None and services.job(int(current)).status in ACTIVE:
-            yield run_start(services, keys, current, *values)
+            yield run_start(services, current, request)
             return
-        request = Request.parse(keys, values)
         request.files()
-        needed = services.downloads.start_missing(job_models(services, request_settings(services, keys, request)))
+        needed = services.downloads.start_missing(job_models(services, request_settings(services, request)))
         if needed:
-            busy = (gr.skip(), gr.Button(interactive=False), gr.skip(), gr.skip())
-            yield f"Downloading {', '.join(needed)} first: the job starts once they are here", *busy
+            busy = {"job_id": gr.skip(), "start": gr.Button(interactive=False), "timer": gr.skip(), "log": gr.skip()}
+            yield Started(f"Downloading {', '.join(needed)} first: the job starts once they are here", **busy)
             for line in wait_for_downloads(services, needed):
-                yield f"Downloading what the job needs first:\n{line}", *busy
+                yield Started(f"Downloading what the job needs first:\n{line}", **busy)
     except FacefusionError as error:
-        yield problem(str(error)), gr.skip(), gr.Button(interactive=True), gr.skip(), gr.skip()
+        yield Started(
+            problem(error.for_page()), gr.skip(), start=gr.Button(interactive=True), timer=gr.skip(), log=gr.skip()
+        )
         return
-    yield run_start(services, keys, current, *values)
+    yield run_start(services, current, request)

@@ -5,45 +5,41 @@ into the settings of a preview or a job."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.models import missing_model_error
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings, merge_options
+from facefusion_ui.state_manager import Settings, merge_options, page_setting_keys
 from facefusion_ui.ui.common import file_path, file_paths, output_name
-from facefusion_ui.ui.controls import control_values, present
+from facefusion_ui.ui.controls import control_values
 from facefusion_ui.ui.media_view import target_info
-from facefusion_ui.ui.processor_options import MASK_SETTINGS, option_values, processor_setting_keys
+from facefusion_ui.ui.processor_options import MASK_SETTINGS, installed, option_values, processor_setting_keys
 from facefusion_ui.ui.services import UiServices
 
-FACE_SETTINGS = ("face_selector_mode", "reference_face_distance")
-OUTPUT_SETTINGS = (
-    "output_image_quality",
-    "output_video_encoder",
-    "output_video_preset",
-    "output_video_quality",
-    "output_video_resolution",
-    "output_video_fps",
-    "video_copy_unchanged",
-)
-"""Output settings offered per run; names not (yet) in ``Settings`` are skipped."""
+FACE_SETTINGS = page_setting_keys("single:faces")
+OUTPUT_SETTINGS = page_setting_keys("single:output")
+"""Output settings offered per run."""
 SAFE_NAME = re.compile(r"^[\w.\- ]+$")
-FIXED_INPUTS = 9
-"""sources, target, frame, trim start, trim end, processors, position, output folder, output name."""
+REQUEST_CONTROLS = ("sources", "target", "frame", "trim_start", "trim_end", "processors", "position", "folder", "name")
+"""The Single tab's own controls that preview and Start read (``SingleTab`` attributes of these names),
+before the settings' controls and the option controls."""
 
 
 def single_keys(registry: ProcessorRegistry) -> tuple[str, ...]:
     """The settings with a control on the Single tab, in the order the handlers get their values (the
     processors' own settings as ``registry``'s processors declare them)."""
     processor_keys = processor_setting_keys(registry)
-    return present(dict.fromkeys((*FACE_SETTINGS, *processor_keys, *MASK_SETTINGS, *OUTPUT_SETTINGS)))
+    return tuple(dict.fromkeys((*FACE_SETTINGS, *processor_keys, *MASK_SETTINGS, *OUTPUT_SETTINGS)))
 
 
 @dataclass(frozen=True)
 class Request:
+    """What preview and Start were asked for, by name."""
+
     sources: list[Path]
     target: Path | None
     frame: int
@@ -52,25 +48,37 @@ class Request:
     position: int
     folder: str
     name: str
-    setting_values: Sequence[Any]
-    option_values: Sequence[Any]
+    settings: Mapping[str, Any]
+    """What each setting's control gave, by setting."""
+    options: Sequence[Any]
+    """What each option control gave, in ``option_fields`` order."""
 
     @classmethod
     def parse(cls, keys: Sequence[str], values: Sequence[Any]) -> Request:
-        """The handlers' inputs: the fixed ones, then one per setting of ``keys``, then the options."""
-        sources, target, frame, start, end, processors, position, folder, name = values[:FIXED_INPUTS]
-        rest = values[FIXED_INPUTS:]
+        """The inputs as Gradio gives them (``SingleTab.request()``): one per name of ``REQUEST_CONTROLS``,
+        then one per setting of ``keys``, then the options."""
+        first = len(REQUEST_CONTROLS)
+        if len(values) < first + len(keys):
+            raise InputError("the page is out of date (settings changed): reload it")
+        named = dict(zip(REQUEST_CONTROLS, values[:first], strict=True))
+        settings = dict(zip(keys, values[first : first + len(keys)], strict=True))
+        return cls.named(named, settings, values[first + len(keys) :])
+
+    @classmethod
+    def named(cls, controls: Mapping[str, Any], settings: Mapping[str, Any], options: Sequence[Any]) -> Request:
+        """From the values of the tab's own controls (by ``REQUEST_CONTROLS`` name), its settings' (by
+        setting) and its option controls'."""
         return cls(
-            file_paths(sources),
-            file_path(target),
-            int(frame or 0),
-            (start, end),
-            list(processors or []),
-            int(position or 0),
-            str(folder or ""),
-            str(name or ""),
-            rest[: len(keys)],
-            rest[len(keys) :],
+            file_paths(controls["sources"]),
+            file_path(controls["target"]),
+            int(controls["frame"] or 0),
+            (controls["trim_start"], controls["trim_end"]),
+            list(controls["processors"] or []),
+            int(controls["position"] or 0),
+            str(controls["folder"] or ""),
+            str(controls["name"] or ""),
+            dict(settings),
+            list(options),
         )
 
     def files(self) -> tuple[list[Path], Path]:
@@ -94,7 +102,7 @@ def trim_items(target: Path, trim: tuple[float | None, float | None]) -> dict[st
     }
 
 
-def request_settings(services: UiServices, keys: Sequence[str], request: Request, trim: bool = True) -> Settings:
+def request_settings(services: UiServices, request: Request, trim: bool = True) -> Settings:
     """The saved settings with this tab's choices (the trim too, for a job)."""
     if not request.processors:
         raise InputError("choose at least one processor")
@@ -103,13 +111,29 @@ def request_settings(services: UiServices, keys: Sequence[str], request: Request
         "processors": tuple(request.processors),
         "reference_face_position": request.position,
         "reference_frame_number": request.frame,
-        **control_values(keys, request.setting_values),
+        **control_values(tuple(request.settings), tuple(request.settings.values())),
     }
     if trim:
         items.update(trim_items(target, request.trim))
     settings = services.settings().with_items(**items)
-    edits = option_values(services, request.processors, request.option_values)
+    edits = option_values(services, request.processors, request.options)
     return settings.with_items(processor_options=merge_options(settings.processor_options, edits))
+
+
+def job_models(services: UiServices, settings: Settings) -> list[str]:
+    """The models a job with ``settings`` loads: the face analysis's and each processor's."""
+    names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
+    if settings.face_selector_mode == "reference":
+        names.append(settings.face_recognizer_model)
+    for processor in settings.processors:
+        names.extend(services.registry.create(processor, settings, services.runtime).required_models())
+    return list(dict.fromkeys(names))
+
+
+def missing_models(services: UiServices, settings: Settings) -> list[ModelError]:
+    """What is said of each model a job with ``settings`` loads that is not installed."""
+    specs = [services.runtime.spec(name) for name in job_models(services, settings)]
+    return [missing_model_error(spec) for spec in specs if not installed(services, spec.name)]
 
 
 def output_path(services: UiServices, target: Path, folder: str, name: str) -> Path:

@@ -4,27 +4,84 @@ message area: a mistake is said there and every other control stays as it was.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
-from facefusion_ui.ui.common import file_path, file_paths, plain_message, problem, progress_line, reported
+from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
 from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, output_path, request_settings
+from facefusion_ui.ui.single_request import Request, missing_models, output_path, request_settings
 
 LOG_LINES = 40
 ACTIVE = ("queued", "running")
 
 
-@reported(3)
-def show_sources(services: UiServices, source_values: Any) -> tuple[str, Any, Any]:
+class SourcesShown(NamedTuple):
+    """What ``show_sources`` updates (each field a ``SingleTab`` part of that name)."""
+
+    message: Any
+    sources: Any
+    source_faces: Any
+
+
+class TargetShown(NamedTuple):
+    """What ``analyse_target`` updates."""
+
+    message: Any
+    faces: Any
+    frame: Any
+    trim_start: Any
+    trim_end: Any
+    position: Any
+    trim_times: Any
+
+
+class FrameShown(NamedTuple):
+    """What ``change_frame`` updates."""
+
+    message: Any
+    faces: Any
+    position: Any
+    frame_time: Any
+
+
+class PreviewShown(NamedTuple):
+    """What a preview updates."""
+
+    message: Any
+    preview: Any
+
+
+class Started(NamedTuple):
+    """What Start updates."""
+
+    message: Any
+    job_id: Any
+    start: Any
+    timer: Any
+    log: Any
+
+
+class Polled(NamedTuple):
+    """What the progress timer updates."""
+
+    status: Any
+    result_video: Any
+    result_image: Any
+    download: Any
+    log: Any
+    timer: Any
+    start: Any
+
+
+@reported(SourcesShown)
+def show_sources(services: UiServices, source_values: Any) -> SourcesShown:
     """The face found in each source photo as a thumbnail; a photo without one is taken off the list
     (so the next upload replaces it instead of joining it) and named in the message."""
     kept, thumbnails, dropped = [], [], []
@@ -34,44 +91,44 @@ def show_sources(services: UiServices, source_values: Any) -> tuple[str, Any, An
             thumbnails.append(source_face(services, path, settings))
             kept.append(str(path))
         except FacefusionError as error:
-            dropped.append(f"- {path.name} removed: {plain_message(str(error))}")
+            dropped.append(f"- {path.name} removed: {error.for_page()}")
     message = problem("\n".join(["Some source photos have no usable face:", *dropped])) if dropped else ""
-    return message, (kept or None) if dropped else gr.skip(), thumbnails
+    return SourcesShown(message, (kept or None) if dropped else gr.skip(), thumbnails)
 
 
-@reported(7)
-def analyse_target(services: UiServices, target_value: Any, frame: float) -> tuple[Any, ...]:
+@reported(TargetShown)
+def analyse_target(services: UiServices, target_value: Any, frame: float) -> TargetShown:
     """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
     range fitted to its length, hidden for an image; the reference position back to 0."""
     path = file_path(target_value)
     if path is None:  # back to frame 0: a frame number left from a video would not fit the next target
         hidden = gr.Slider(value=0, visible=False)
-        return "", [], hidden, hidden, hidden, 0, ""
+        return TargetShown("", [], hidden, hidden, hidden, 0, "")
     info = target_info(path)
     last = max(info.frame_count - 1, 0)
     frame = min(int(frame or 0), last)
     faces = target_faces(services, frame_of(path, frame), services.settings())
     message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
-    return (
+    return TargetShown(
         message,
         faces,
-        gr.Slider(maximum=max(last, 1), value=frame, visible=info.is_video),
-        gr.Slider(maximum=max(last, 1), value=0, visible=info.is_video),
-        gr.Slider(maximum=max(last, 1), value=last, visible=info.is_video),
-        0,
-        trim_times(target_value, 0, last) if info.is_video else "",
+        frame=gr.Slider(maximum=max(last, 1), value=frame, visible=info.is_video),
+        trim_start=gr.Slider(maximum=max(last, 1), value=0, visible=info.is_video),
+        trim_end=gr.Slider(maximum=max(last, 1), value=last, visible=info.is_video),
+        position=0,
+        trim_times=trim_times(target_value, 0, last) if info.is_video else "",
     )
 
 
-@reported(4)
-def change_frame(services: UiServices, target_value: Any, frame: float) -> tuple[Any, ...]:
+@reported(FrameShown)
+def change_frame(services: UiServices, target_value: Any, frame: float) -> FrameShown:
     """The faces of another frame of the video (the frame slider was moved)."""
     path = file_path(target_value)
     if path is None:
-        return "", [], 0, ""
+        return FrameShown("", [], 0, "")
     faces = target_faces(services, frame_of(path, int(frame or 0)), services.settings())
     message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
-    return message, faces, 0, frame_line(target_value, frame)
+    return FrameShown(message, faces, 0, frame_line(target_value, frame))
 
 
 def frame_line(target_value: Any, frame: float) -> str:
@@ -101,63 +158,64 @@ def pick(event: gr.SelectData) -> int:
     return int(event.index)
 
 
-@reported(2)
-def run_preview(services: UiServices, keys: Sequence[str], *values: Any) -> tuple[Any, Any]:
+@reported(PreviewShown)
+def run_preview(services: UiServices, request: Request) -> PreviewShown:
     """Frame N of the target before and after the chosen processors (RGB pair, for gr.ImageSlider).
     Called on every change (the last request wins): without both files it waits quietly."""
-    request = Request.parse(keys, values)
     if request.target is None or not request.sources:
-        return gr.skip(), gr.skip()
-    settings = request_settings(services, keys, request, trim=False)
+        return PreviewShown(gr.skip(), gr.skip())
+    settings = request_settings(services, request, trim=False)
+    missing = missing_models(services, settings)
+    if missing:  # said here, with the page's remedy (the pipeline would stop on them too)
+        return PreviewShown(problem("; ".join(error.for_page() for error in missing)), gr.skip())
     image = frame_of(request.target, request.frame)
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
     pipeline.set_reference_from(image)
-    return "", (rgb(image), rgb(pipeline.process(image, request.frame)))
+    return PreviewShown("", (rgb(image), rgb(pipeline.process(image, request.frame))))
 
 
-def gated_preview(
-    services: UiServices, keys: Sequence[str], gate: PreviewGate, session: str, *values: Any
-) -> tuple[Any, Any]:
+def gated_preview(services: UiServices, gate: PreviewGate, session: str, request: Request) -> PreviewShown:
     """``run_preview`` once the session has been quiet for a moment (``PreviewGate``); a change made
     stale by a newer one shows nothing (the newer one shows its preview)."""
     number = gate.ticket(session)
     if not gate.quiet(session, number):
-        return gr.skip(), gr.skip()
+        return PreviewShown(gr.skip(), gr.skip())
     with gate.working:
         if not gate.latest(session, number):
-            return gr.skip(), gr.skip()
-        message, images = run_preview(services, keys, *values)
+            return PreviewShown(gr.skip(), gr.skip())
+        message, images = run_preview(services, request)
     if not gate.latest(session, number):
-        return gr.skip(), gr.skip()
-    return (message if gate.may_clear_message(session, number) else gr.skip()), images
+        return PreviewShown(gr.skip(), gr.skip())
+    return PreviewShown(message if gate.may_clear_message(session, number) else gr.skip(), images)
 
 
-@reported(5)
-def run_start(services: UiServices, keys: Sequence[str], current: int | None, *values: Any) -> tuple[Any, ...]:
+@reported(Started)
+def run_start(services: UiServices, current: int | None, request: Request) -> Started:
     """Queue the job (refused while this tab's last job is still queued or running); its id, the
     message, the Start button disabled and the progress timer switched on."""
     if current is not None and services.job(int(current)).status in ACTIVE:
-        return problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4
-    request = Request.parse(keys, values)
+        return Started(problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4)
     sources, target = request.files()
-    settings = request_settings(services, keys, request)
+    settings = request_settings(services, request)
     output = output_path(services, target, request.folder, request.name)
     new_id = services.enqueue(sources, target, output, settings, origin="single")
     written = Path(services.job(new_id).payload["output"])
     shown = written.relative_to(services.outputs_dir) if services.outputs_dir in written.parents else written.name
-    return f"Job {new_id} queued: it writes {shown}", new_id, gr.Button(interactive=False), gr.Timer(active=True), ""
+    return Started(
+        f"Job {new_id} queued: it writes {shown}", new_id, gr.Button(interactive=False), gr.Timer(active=True), ""
+    )
 
 
-def poll(services: UiServices, current: int | None) -> tuple[Any, ...]:
+def poll(services: UiServices, current: int | None) -> Polled:
     """The job's progress line and its log so far; once completed its output (video or image) with a
     download. The previous result stays until the new one exists; Start is usable again once the job
     ends, and the timer stops."""
     if current is None:
-        return "", gr.skip(), gr.skip(), gr.skip(), "", gr.Timer(active=False), gr.Button(interactive=True)
+        return Polled("", gr.skip(), gr.skip(), gr.skip(), "", gr.Timer(active=False), gr.Button(interactive=True))
     job = services.job(int(current))
-    log = "\n".join(plain_message(line) for line in read_log(services.store, job.id).splitlines()[-LOG_LINES:])
+    log = job_text(job.payload, "\n".join(read_log(services.store, job.id).splitlines()[-LOG_LINES:]))
     active = job.status in ACTIVE
-    line = plain_message(progress_line(job))
+    line = job_text(job.payload, progress_line(job))
     if job.status == "completed" and job.result is not None:
         output = job.result["output"]
         video = job.result["kind"] == "video"
@@ -165,18 +223,19 @@ def poll(services: UiServices, current: int | None) -> tuple[Any, ...]:
             gr.Video(value=output if video else None, visible=video),
             gr.Image(value=None if video else output, visible=not video),
         )
-        return (
+        return Polled(
             line,
             *shown,
-            gr.File(value=output, visible=True),
-            log,
-            gr.Timer(active=False),
-            gr.Button(interactive=True),
+            download=gr.File(value=output, visible=True),
+            log=log,
+            timer=gr.Timer(active=False),
+            start=gr.Button(interactive=True),
         )
-    return line, gr.skip(), gr.skip(), gr.skip(), log, gr.Timer(active=active), gr.Button(interactive=not active)
+    skipped = (gr.skip(), gr.skip(), gr.skip())
+    return Polled(line, *skipped, log=log, timer=gr.Timer(active=active), start=gr.Button(interactive=not active))
 
 
-@reported(1)
+@reported()
 def run_cancel(services: UiServices, current: int | None) -> str:
     if current is None:
         return "nothing to cancel"

@@ -16,28 +16,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.state_manager import Settings
+from facefusion_ui.state_manager import Settings, frame_setting_keys, setting_keys
 from facefusion_ui.version import __version__
 
 logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2
-# settings that change how fast or how much memory a run takes, never its frames
-NOT_IN_FINGERPRINT = (
-    "preset",
-    "execution_providers",
-    "execution_device_id",
-    "execution_threads",
-    "frame_queue_size",
-    "max_concurrent_jobs",
-    "release_models",
-    "memory_threshold_mb",
-    "keep_temp",
-    "video_chunk_size",
-    "face_cache_limit",
-    "fp16",
-)
+NOT_IN_FINGERPRINT = tuple(key for key in setting_keys() if key not in frame_setting_keys())
+"""Settings that change how fast or in how much memory a run goes, never its frames (their ``frames`` facet)."""
 
 
 @dataclass(frozen=True)

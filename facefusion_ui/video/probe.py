@@ -223,9 +223,10 @@ def probe_header(path: Path) -> Header:
         header = parse_ffmpeg_header(completed.stderr)
     if header is None:
         if has_only_audio(completed.stdout + completed.stderr):
-            raise InputError(f"{path} has no video stream (only audio): choose a video file")
+            raise InputError(f"{path} has no video stream (only audio): choose a video file", paths=(path,))
         raise InputError(
-            f"cannot read {path} as a video ({_reason(completed.stderr)}): use an MP4, MOV, MKV, AVI or WebM file"
+            f"cannot read {path} as a video ({_reason(completed.stderr)}): use an MP4, MOV, MKV, AVI or WebM file",
+            paths=(path,),
         )
     return header
 
@@ -239,13 +240,15 @@ def probe_video(path: Path) -> VideoInfo:
     """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
     problem = file_problem(path)
     if problem is not None:
-        raise InputError(f"video {path} {problem}: check the path")
+        raise InputError(f"video {path} {problem}: check the path", paths=(path,))
     ffmpeg = resolve_ffmpeg().path
     header = probe_header(path)
     packets = run_tool(packets_args(ffmpeg, path))
     time_base, pts, durations = parse_framecrc(packets.stdout)
     if not pts:
-        raise InputError(f"{path} has no video frames ({_reason(packets.stderr)}): the file may be truncated")
+        raise InputError(
+            f"{path} has no video frames ({_reason(packets.stderr)}): the file may be truncated", paths=(path,)
+        )
     times, fps, vfr, duration = frame_timing(time_base, pts, durations)
     width, height = upright(header.width, header.height, header.rotation)
     return VideoInfo(
