@@ -43,8 +43,8 @@ def test_process_help_lists_choices_from_types(capsys: pytest.CaptureFixture[str
     assert "{lightweight,balanced,strict}" in out
 
 
-def test_presets_list_prints_three_presets_with_values(run_cli: RunCli) -> None:
-    completed = run_cli(["presets", "list"])
+def test_presets_list_prints_three_presets_with_values(cli_here: RunCli) -> None:
+    completed = cli_here(["presets", "list"])
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
     assert lines[0].split()[:4] == ["preset", "fp16", "chunk_s", "cache"]
@@ -55,12 +55,12 @@ def test_presets_list_prints_three_presets_with_values(run_cli: RunCli) -> None:
     assert "suggested for this machine" in lines[-1]
 
 
-def test_presets_show_prints_the_mapping(run_cli: RunCli) -> None:
-    completed = run_cli(["presets", "show", "lightweight"])
+def test_presets_show_prints_the_mapping(cli_here: RunCli) -> None:
+    completed = cli_here(["presets", "show", "lightweight"])
     assert completed.returncode == 0, completed.stderr
     assert "video_chunk_size = 30" in completed.stdout
     assert 'release_models = "after_job"' in completed.stdout
-    as_json = json.loads(run_cli(["presets", "show", "strict", "--json"]).stdout)
+    as_json = json.loads(cli_here(["presets", "show", "strict", "--json"]).stdout)
     assert as_json["video_chunk_size"] == "auto" and as_json["frame_queue_size"] == 4
 
 
@@ -78,8 +78,8 @@ def test_presets_show_prints_the_mapping(run_cli: RunCli) -> None:
         (["worker", "--face-selector-mode", "one"], "unrecognized arguments: --face-selector-mode one"),
     ],
 )
-def test_user_errors_are_one_line_with_exit_code_2(run_cli: RunCli, args: list[str], fragment: str) -> None:
-    completed = run_cli(args)
+def test_user_errors_are_one_line_with_exit_code_2(cli_here: RunCli, args: list[str], fragment: str) -> None:
+    completed = cli_here(args)
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1, completed.stderr
@@ -87,20 +87,20 @@ def test_user_errors_are_one_line_with_exit_code_2(run_cli: RunCli, args: list[s
     assert "Traceback" not in completed.stderr
 
 
-def test_verbose_adds_the_traceback(run_cli: RunCli) -> None:
-    completed = run_cli(["--verbose", "presets", "show", "strict", "--json", "--bogus"])
+def test_verbose_adds_the_traceback(cli_here: RunCli) -> None:
+    completed = cli_here(["--verbose", "presets", "show", "strict", "--json", "--bogus"])
     assert completed.returncode == 2
     assert "Traceback" in completed.stderr
 
 
-def test_unknown_backend_is_a_user_error(run_cli: RunCli) -> None:
-    completed = run_cli(["batch", "list", "--backend", "postgres://x"])
+def test_unknown_backend_is_a_user_error(cli_here: RunCli) -> None:
+    completed = cli_here(["batch", "list", "--backend", "postgres://x"])
     assert completed.returncode == 2
     assert completed.stderr.strip() == "error: unknown backend 'postgres://x': use sqlite or redis://HOST:PORT/DB"
 
 
-def test_version_reports_ffmpeg_and_providers(run_cli: RunCli) -> None:
-    completed = run_cli(["--version"])
+def test_version_reports_ffmpeg_and_providers(cli_here: RunCli) -> None:
+    completed = cli_here(["--version"])
     assert completed.returncode == 0, completed.stderr
     out = completed.stdout
     assert out.startswith("facefusion_ui 0.1.0")
@@ -108,8 +108,8 @@ def test_version_reports_ffmpeg_and_providers(run_cli: RunCli) -> None:
     assert "CUDA: " in out
 
 
-def test_doctor_tells_when_cuda_was_requested_but_not_usable(run_cli: RunCli) -> None:
-    completed = run_cli(["doctor", "--execution-providers", "cuda", "cpu", "--json"])
+def test_doctor_tells_when_cuda_was_requested_but_not_usable(cli_here: RunCli) -> None:
+    completed = cli_here(["doctor", "--execution-providers", "cuda", "cpu", "--json"])
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)
     cuda = report["requested_providers"][0]

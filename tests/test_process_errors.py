@@ -38,9 +38,9 @@ def one_line_error(completed: object, fragment: str) -> None:
     assert "Traceback" not in completed.stderr  # type: ignore[attr-defined]
 
 
-def test_no_face_in_source(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+def test_no_face_in_source(cli_here: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
     output = tmp_path / "out.jpg"
-    completed = run_cli(["process", "-s", str(files["blank"]), "-t", str(files["target"]), "-o", str(output)])
+    completed = cli_here(["process", "-s", str(files["blank"]), "-t", str(files["target"]), "-o", str(output)])
     one_line_error(
         completed, f"no face found in {files['blank']}: use a photo where the face is visible and at least 80 px wide"
     )
@@ -48,18 +48,18 @@ def test_no_face_in_source(run_cli: RunCli, files: dict[str, Path], tmp_path: Pa
 
 
 @pytest.mark.parametrize("role", ["source", "target"])
-def test_unreadable_image(run_cli: RunCli, files: dict[str, Path], tmp_path: Path, role: str) -> None:
+def test_unreadable_image(cli_here: RunCli, files: dict[str, Path], tmp_path: Path, role: str) -> None:
     source = files["text"] if role == "source" else files["face"]
     target = files["text"] if role == "target" else files["target"]
     output = tmp_path / "out.jpg"
-    completed = run_cli(["process", "-s", str(source), "-t", str(target), "-o", str(output)])
+    completed = cli_here(["process", "-s", str(source), "-t", str(target), "-o", str(output)])
     one_line_error(completed, f"{role} {files['text']} cannot be read as an image")
     assert not output.exists()
 
 
-def test_missing_model_names_the_download_command(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+def test_missing_model_names_the_download_command(cli_here: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
     def process_without_models(*options: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(
+        return cli_here(
             ["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg"), *options],
             env={"FACEFUSION_UI_MODELS": str(tmp_path / "empty")},
         )
@@ -83,34 +83,34 @@ def test_missing_model_names_the_download_command(run_cli: RunCli, files: dict[s
         ("{tmp}/out.txt", "is neither an image"),
     ],
 )
-def test_unusable_output(run_cli: RunCli, files: dict[str, Path], tmp_path: Path, output: str, fragment: str) -> None:
+def test_unusable_output(cli_here: RunCli, files: dict[str, Path], tmp_path: Path, output: str, fragment: str) -> None:
     out = output.format(tmp=tmp_path)
-    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", out])
+    completed = cli_here(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", out])
     one_line_error(completed, fragment.format(tmp=tmp_path))
 
 
-def test_output_same_as_target(run_cli: RunCli, files: dict[str, Path]) -> None:
+def test_output_same_as_target(cli_here: RunCli, files: dict[str, Path]) -> None:
     before = files["target"].read_bytes()
-    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(files["target"])])
+    completed = cli_here(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(files["target"])])
     one_line_error(completed, "is the target itself")
     assert files["target"].read_bytes() == before
 
 
-def test_missing_files_and_arguments(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+def test_missing_files_and_arguments(cli_here: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
     one_line_error(
-        run_cli(
+        cli_here(
             ["process", "-s", str(tmp_path / "nope.jpg"), "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg")]
         ),
         "does not exist",
     )
     one_line_error(
-        run_cli(["process", "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg")]), "process needs -s SOURCE"
+        cli_here(["process", "-t", str(files["target"]), "-o", str(tmp_path / "o.jpg")]), "process needs -s SOURCE"
     )
 
 
-def test_success_prints_the_json_summary(run_cli: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+def test_success_prints_the_json_summary(cli_here: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
     output = tmp_path / "out.jpg"
-    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(output), "--json"])
+    completed = cli_here(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(output), "--json"])
     assert completed.returncode == 0, completed.stderr
     summary = json.loads(completed.stdout)
     assert summary["output"] == str(output) and output.exists()
