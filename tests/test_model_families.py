@@ -373,3 +373,11 @@ def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
     by_hand = cv2.transform(answer, cv2.invertAffineTransform(matrix))[0]
     np.testing.assert_allclose(points, by_hand, atol=1e-3)
     np.testing.assert_allclose(points[:5], KPS, atol=2.0)  # the template lands on the face's own points
+
+
+def test_the_arcface_template_is_insightfaces_own() -> None:
+    from insightface.utils import face_align
+
+    from facefusion_ui.faces.alignment import ARCFACE_112
+
+    assert np.array_equal(ARCFACE_112, np.asarray(face_align.arcface_dst, dtype=np.float32))

@@ -65,8 +65,9 @@ def media_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningUi]:
     home = tmp_path_factory.mktemp("ui-home")
-    running = start_ui(port=free_port(), home=home, overrides={"output_video_preset": "ultrafast"})
-    running.services.runtime.folder = home / "models"  # downloads from the page stay out of the checkout
+    with pytest.MonkeyPatch.context() as environment:  # the page and its worker keep their models folder
+        environment.setenv("FACEFUSION_UI_MODELS", str(home / "models"))  # downloads stay out of the checkout
+        running = start_ui(port=free_port(), home=home, overrides={"output_video_preset": "ultrafast"})
     yield running
     running.close()
 

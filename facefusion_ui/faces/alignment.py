@@ -11,11 +11,23 @@ from typing import Literal
 
 import cv2
 import numpy as np
-from insightface.utils import face_align
 
 from facefusion_ui.types import Frame, Mask, Matrix, Points
 
 TemplateName = Literal["arcface_112", "arcface_128", "ffhq_512"]
+
+ARCFACE_112 = np.array(
+    [
+        [38.2946, 51.6963],
+        [73.5318, 51.5014],
+        [56.0252, 71.7366],
+        [41.5493, 92.3655],
+        [70.7299, 92.2041],
+    ],
+    dtype=np.float32,
+)
+"""insightface's ``face_align.arcface_dst`` (written out: importing insightface costs a second of start-up;
+tests/test_model_families.py checks it against insightface's own)."""
 
 FFHQ_512 = np.array(
     [
@@ -33,7 +45,7 @@ def template_points(name: TemplateName, size: int) -> Points:
     """The template's 5 points scaled to an output of ``size`` px."""
     if name == "ffhq_512":
         return FFHQ_512 * (size / 512.0)
-    base = np.asarray(face_align.arcface_dst, dtype=np.float32)
+    base = ARCFACE_112
     if name == "arcface_112":
         return base * (size / 112.0)
     ratio = size / 128.0
