@@ -231,8 +231,9 @@ def locked_queue_drill(drill: Drill) -> list[Row]:
     return [Row("SQLite file locked by another process for 5 s", outcome + ("" if ok else f"; {detail}"), ok)]
 
 
-def run_faults(folder: Path, seed: int = 7, kills: int = 10) -> list[Row]:
-    drill = prepare(folder, clips=3)
+def run_faults(folder: Path, seed: int = 7, kills: int = 10, clips: int = 3) -> list[Row]:
+    """Every drill; ``kills`` workers killed at seeded points over ``clips`` clips (at least 2)."""
+    drill = prepare(folder, clips=max(2, clips))
     return [*sigkill_drill(drill, seed, kills), *ffmpeg_kill_drill(drill), *locked_queue_drill(drill)]
 
 
