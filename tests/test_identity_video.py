@@ -37,7 +37,7 @@ def selections(pipeline: FramePipeline, frames: list[np.ndarray], fps: float) ->
 
 
 def test_talking_head_skips_the_recognizer_and_decides_the_same(shared_runtime: ModelRuntime, face_path: Path) -> None:
-    fps, seconds = 12, 20
+    fps, seconds = 12, 10
     make = videos.talking_head(320, 240, fps * seconds)
     frames = [make(index) for index in range(fps * seconds)]
     cached = FramePipeline.build(REFERENCE, shared_runtime, [face_path])
