@@ -38,6 +38,18 @@ UNIT_FILES = frozenset(
         "test_settings.py",
         "test_stream_queues.py",
         "test_yuv_frames.py",
+        "test_model_families.py",
+        "test_onnx_path.py",
+        "test_mesh_warp.py",
+        "test_seam_blend.py",
+        "test_stream_reader_writer.py",
+        "test_stream_chunk.py",
+        "test_public_api.py",
+        "test_ui_services.py",
+        "test_setting_facets.py",
+        "test_job_execution.py",
+        "test_ffmpeg_binary.py",
+        "test_models_download.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

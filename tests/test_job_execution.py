@@ -83,6 +83,7 @@ def test_a_job_frees_only_what_no_other_running_job_holds(probe_model: Path) -> 
         assert running.sessions.loaded() == [] and runtimes.embedded.loaded() == []
 
 
+@pytest.mark.slow
 def test_a_lightweight_job_on_a_plain_worker_runs_fp16_on_its_own_providers(
     onnx_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +132,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.mark.slow
 def test_an_out_of_memory_fallback_leaves_another_jobs_models_alone(
     clip: dict[str, Path], probe_model: Path, tmp_path: Path
 ) -> None:
@@ -192,6 +194,7 @@ class Tally:
             return {"frames_tallied": self.frames_tallied}
 
 
+@pytest.mark.slow
 def test_a_resumed_run_reports_plugin_and_mask_counts_of_the_whole_output(
     clip: dict[str, Path], tmp_path: Path
 ) -> None:

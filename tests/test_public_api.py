@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import cv2
+import pytest
 
 import facefusion_ui
 from tests.support import media
@@ -16,6 +17,7 @@ def test_the_public_names_are_the_ones_listed() -> None:
     assert sorted(facefusion_ui.PUBLIC_API) == sorted(set(facefusion_ui.__all__) - {"__version__"})
 
 
+@pytest.mark.slow  # a whole swap
 def test_readme_example_runs_on_an_image(tmp_path: Path) -> None:
     cv2.imwrite(str(tmp_path / "face.png"), media.grace_hopper())
     cv2.imwrite(str(tmp_path / "group.png"), media.t1())
