@@ -23,6 +23,13 @@ FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-l
 FaceDetectorModel = Literal[
     "dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g", "retinaface_10g", "yoloface_8n", "yunet_2023_mar"
 ]
+DETECTOR_GRID = 32
+"""The ONNX detectors' coarsest stride: a side they decode exactly is a multiple of it (a convolution
+network's grid at stride s is ceil(side / s) cells, which the anchors match only on such a side)."""
+DETECTOR_SIZE_RANGE = (128, 2048)
+FIXED_DETECTOR_SIZES: dict[str, int] = {"yoloface_8n": 640, "yunet_2023_mar": 640}
+"""Detectors exported at one input size (FaceFusion offers these two at 640x640 only: its ``choices.py``,
+``face_detector_set``); the others take any multiple of ``DETECTOR_GRID`` in ``DETECTOR_SIZE_RANGE``."""
 FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh", "2dfan4"]
 FaceRecognizerModel = Literal["dlib_resnet", "arcface_w600k_r50"]
 FaceSwapperModel = Literal[

@@ -373,3 +373,29 @@ def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
     by_hand = cv2.transform(answer, cv2.invertAffineTransform(matrix))[0]
     np.testing.assert_allclose(points, by_hand, atol=1e-3)
     np.testing.assert_allclose(points[:5], KPS, atol=2.0)  # the template lands on the face's own points
+
+
+def test_scrfd_anchors_follow_the_grid_the_outputs_have(tmp_path: Path) -> None:
+    """At 336 px (not a multiple of 32) the stride-32 grid is 11 cells wide, not 336 // 32 = 10: a
+    face in cell (8, 8) decoded on a 10-wide grid lands two rows down and two columns left."""
+    path = onnx_models.build_scrfd(tmp_path / "det_10g.onnx")
+    session = runtime_for(tmp_path).sessions.get("det_10g", path, "fp32")
+    frame = np.zeros((336, 336, 3), np.uint8)
+    frame[256:288, 256:288] = 255  # exactly cell (8, 8) of the stride-32 grid
+    found = detect_onnx("det_10g", frame, session, 336, 0.5)
+    assert found
+    for detection in found:
+        centre = (detection.bbox[:2] + detection.bbox[2:]) / 2
+        assert np.all(centre >= 256 - 32) and np.all(centre <= 288 + 32), centre
+
+
+def test_detector_sizes_are_those_the_networks_take() -> None:
+    from facefusion_ui.errors import SettingsError
+
+    assert Settings(face_detector_model="det_10g", face_detector_size=352).face_detector_size == 352
+    with pytest.raises(SettingsError, match="a multiple of 32 from 128 to 2048"):
+        Settings(face_detector_model="det_10g", face_detector_size=336)
+    for model in ("yoloface_8n", "yunet_2023_mar"):
+        assert Settings(face_detector_model=model).face_detector_size == 640
+        with pytest.raises(SettingsError, match=f"640 only with face_detector_model {model}"):
+            Settings(face_detector_model=model, face_detector_size=320)

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 
 from facefusion_ui.faces.detection import Detection, non_max_suppression
-from facefusion_ui.faces.detector_scrfd import decode_scrfd, letterbox
-from facefusion_ui.types import Frame, Points
+from facefusion_ui.faces.detector_scrfd import decode_scrfd, grid_centers, grid_side, letterbox
+from facefusion_ui.types import Frame
 
 DetectorFamily = Literal["scrfd", "retinaface", "yolo_face", "yunet"]
 YUNET_STRIDES = (8, 16, 32)
@@ -62,20 +62,15 @@ def decode_yolo_face(output: np.ndarray, score_threshold: float) -> list[Detecti
     return _kept(boxes, rows[:, 4], points)
 
 
-def _grid(size: int, stride: int) -> Points:
-    cells = size // stride
-    ys, xs = np.mgrid[:cells, :cells]
-    return (np.stack([xs, ys], axis=-1).astype(np.float32) * stride).reshape(-1, 2)
-
-
-def decode_yunet(outputs: list[Any], size: int, score_threshold: float) -> list[Detection]:
+def decode_yunet(outputs: list[Any], score_threshold: float) -> list[Detection]:
+    """Boxes, scores and keypoints in input pixels; each level's cells on the grid its outputs have."""
     boxes, scores, points = [], [], []
     for index, stride in enumerate(YUNET_STRIDES):
         level = (np.asarray(outputs[index]) * np.asarray(outputs[index + 3])).reshape(-1)
         keep = np.where(level >= score_threshold)[0]
         if keep.size == 0:
             continue
-        cells = _grid(size, stride)[keep]
+        cells = grid_centers(grid_side(level.size, 1, stride), stride, 1)[keep]
         raw_box = np.asarray(outputs[index + 6], dtype=np.float32).reshape(-1, 4)[keep]
         raw_kps = np.asarray(outputs[index + 9], dtype=np.float32).reshape(-1, 5, 2)[keep]
         centre = raw_box[:, :2] * stride + cells
@@ -101,9 +96,9 @@ def detect_onnx(name: str, frame: Frame, session: Any, size: int, score_threshol
     if contract.family == "yolo_face":
         found = decode_yolo_face(outputs[0], score_threshold)
     elif contract.family == "yunet":
-        found = decode_yunet(outputs, size, score_threshold)
+        found = decode_yunet(outputs, score_threshold)
     else:
         if len(outputs) not in (6, 9):
             raise ValueError(f"an SCRFD-layout detector has 6 or 9 outputs, this one has {len(outputs)}")
-        found = decode_scrfd(outputs, size, score_threshold)
+        found = decode_scrfd(outputs, score_threshold)
     return [Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None) for d in found]

@@ -8,6 +8,7 @@ stride units from the anchor centre.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import cv2
@@ -30,21 +31,33 @@ def letterbox(frame: Frame, size: int) -> tuple[Frame, float]:
     return canvas, scale
 
 
-def anchor_centers(size: int, stride: int) -> Points:
-    cells = size // stride
+def grid_side(count: int, anchors: int, stride: int) -> int:
+    """The side of the square grid an output of ``count`` rows (``anchors`` per cell) has at ``stride``:
+    read from the output itself, as the network made it (ceil(side / stride) for its padded
+    convolutions, which ``side // stride`` misses on a side that is not a multiple of the stride)."""
+    cells = math.isqrt(count // anchors)
+    if cells * cells * anchors != count:
+        raise ValueError(f"a stride-{stride} output of {count} rows is no square grid of {anchors} anchors per cell")
+    return cells
+
+
+def grid_centers(cells: int, stride: int, anchors: int) -> Points:
+    """Each cell's top-left corner in input pixels, row by row, repeated for the cell's ``anchors``."""
     ys, xs = np.mgrid[:cells, :cells]
     centers = (np.stack([xs, ys], axis=-1).astype(np.float32) * stride).reshape(-1, 2)
-    return np.repeat(centers, ANCHORS_PER_CELL, axis=0)
+    return np.repeat(centers, anchors, axis=0)
 
 
-def decode_scrfd(outputs: list[Any], size: int, score_threshold: float) -> list[Detection]:
-    """Boxes, scores and keypoints in letterbox coordinates, after non-maximum suppression."""
+def decode_scrfd(outputs: list[Any], score_threshold: float) -> list[Detection]:
+    """Boxes, scores and keypoints in letterbox coordinates, after non-maximum suppression; each
+    level's anchors on the grid its outputs have."""
     with_kps = len(outputs) == 9
     boxes, scores, points = [], [], []
     for index, stride in enumerate(STRIDES):
         level_scores = np.asarray(outputs[index]).reshape(-1)
         distances = np.asarray(outputs[index + 3]).reshape(-1, 4) * stride
-        centers = anchor_centers(size, stride)
+        cells = grid_side(level_scores.size, ANCHORS_PER_CELL, stride)
+        centers = grid_centers(cells, stride, ANCHORS_PER_CELL)
         keep = np.where(level_scores >= score_threshold)[0]
         if keep.size == 0:
             continue

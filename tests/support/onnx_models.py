@@ -1,7 +1,9 @@
 """Small ONNX models in the real signatures, built with onnx.helper (no weights to download).
 
 - SCRFD-like detector: input 1x3xHxW, 9 outputs (scores, boxes, keypoints for strides 8/16/32, two
-  anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)).
+  anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)) of each
+  stride x stride cell, on a grid of ceil(side / stride) cells per side as the real network's padded
+  convolutions make it (a side that is not a multiple of 32 ends in a partial cell).
 - ArcFace-like recognizer: 1x3x112x112 -> 1x512 (global average colour times a fixed matrix).
 - inswapper-like swapper: target 1x3x128x128 + source 1x512 -> 1x3x128x128, with an ``emap``
   initializer last (the output is the target plus a colour shift from the latent).
@@ -51,7 +53,12 @@ def build_scrfd(path: Path) -> Path:
         s = str(stride)
         nodes += [
             helper.make_node(
-                "AveragePool", ["input.1"], [f"pool{s}"], kernel_shape=[stride, stride], strides=[stride, stride]
+                "AveragePool",
+                ["input.1"],
+                [f"pool{s}"],
+                kernel_shape=[stride, stride],
+                strides=[stride, stride],
+                ceil_mode=1,
             ),
             helper.make_node("ReduceMean", [f"pool{s}"], [f"mean{s}"], axes=[1], keepdims=1),
             helper.make_node("Sub", [f"mean{s}", "bias"], [f"centred{s}"]),
