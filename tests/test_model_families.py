@@ -12,6 +12,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
+from skimage.transform import SimilarityTransform
 
 from facefusion_ui.faces.detector_families import detect_onnx
 from facefusion_ui.faces.face import Face
@@ -71,9 +72,19 @@ def textured(height: int = 220, width: int = 220, seed: int = 3) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
-def align(image: np.ndarray, kps: np.ndarray, template: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+def similarity(kps: np.ndarray, target: np.ndarray, method: str = "least_squares") -> np.ndarray:
+    """The reference fits: scikit-image's least-squares similarity (insightface's ``estimate_norm``), or
+    OpenCV's LMEDS (facexlib's, the enhancers')."""
+    if method == "lmeds":
+        return np.asarray(cv2.estimateAffinePartial2D(kps, target, method=cv2.LMEDS)[0])
+    return np.asarray(SimilarityTransform.from_estimate(kps, target).params[:2])
+
+
+def align(
+    image: np.ndarray, kps: np.ndarray, template: str, size: int, method: str = "least_squares"
+) -> tuple[np.ndarray, np.ndarray]:
     target = np.array(TEMPLATES[template], np.float32) * size
-    matrix = cv2.estimateAffinePartial2D(kps, target, method=cv2.LMEDS)[0]
+    matrix = similarity(kps, target, method)
     crop = cv2.warpAffine(image, matrix, (size, size), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
     return crop, matrix
 
@@ -129,9 +140,16 @@ def _expected_source(model: str, runtime: ModelRuntime, image: np.ndarray) -> An
     return converted / np.linalg.norm(converted) if source == "conv_normed" else converted
 
 
-def expected_crop(model: str, frame: np.ndarray, source_value: np.ndarray, boost: int | None) -> np.ndarray:
+def expected_crop(
+    model: str, frame: np.ndarray, source_value: np.ndarray, boost: int | None, matrix: np.ndarray
+) -> np.ndarray:
+    """What the swapper gives on the crop ``matrix`` warps (checked against the reference fit first: a
+    difference of 1e-5 in the matrix moves a pixel by one level, which ImageNet's std makes 5)."""
     template, size, mean, std, denormalise, source = SWAPPERS[model]
-    crop, _ = align(frame, KPS, template, boost or size)
+    _, reference = align(frame, KPS, template, boost or size)
+    np.testing.assert_allclose(matrix, reference, atol=1e-3)
+    side = boost or size
+    crop = cv2.warpAffine(frame, matrix, (side, side), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
     rgb = crop[:, :, ::-1].astype(np.float32) / 255.0
     normalised = (rgb - np.array(mean, np.float32)) / np.array(std, np.float32)
     if isinstance(source, tuple):
@@ -180,7 +198,7 @@ def test_swapper_family_crop_normalisation_source_and_paste_back(onnx_models: Pa
 
     _, session = runtime.onnx_session(model)
     crop, matrix = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, None)
-    expected = expected_crop(model, frame, source_value, None)
+    expected = expected_crop(model, frame, source_value, None, matrix)
     assert crop.shape == expected.shape
     assert np.abs(crop.astype(int) - expected.astype(int)).max() <= 1
     # paste-back: the crop lands where the alignment says (the nose of the crop sits on the frame's nose)
@@ -210,9 +228,9 @@ def test_pixel_boost_runs_the_model_on_interleaved_tiles(onnx_models: Path, mode
     _, session = runtime.onnx_session(model)
     frame = textured(seed=9)
     assert prepared.latent is not None
-    crop, _ = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, boost)
+    crop, matrix = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, boost)
     source_value = expected_source(model, runtime, textured(seed=5))
-    expected = expected_crop(model, frame, source_value, boost)  # the stand-in is per pixel: tiles agree
+    expected = expected_crop(model, frame, source_value, boost, matrix)  # the stand-in is per pixel: tiles agree
     assert crop.shape == (boost, boost, 3)
     assert np.abs(crop.astype(int) - expected.astype(int)).max() <= 1
 
@@ -264,7 +282,7 @@ def test_enhancer_family_crop_range_and_weight(tmp_path: Path, model: str) -> No
     enhancer = FaceEnhancer(settings, runtime_for(tmp_path))
     assert enhancer.pre_check() == []
     frame = textured(seed=11)
-    crop, _ = align(frame, KPS, template, size)
+    crop, _ = align(frame, KPS, template, size, "lmeds")
     gain = 0.9 * (weight if model == "codeformer" else 1.0)
     rgb = crop[:, :, ::-1].astype(np.float32) / 255.0
     expected = (np.clip(((rgb - 0.5) / 0.5 * gain) * 0.5 + 0.5, 0, 1) * 255 + 0.5).astype(np.uint8)[:, :, ::-1]
@@ -369,7 +387,7 @@ def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
     path = onnx_models.build_constant_outputs(tmp_path / "fan_68_5.onnx", [1, 5, 2], {"landmarks": answer})
     session = runtime_for(tmp_path).sessions.get("fan_68_5", path, "fp32")
     points = landmarks_68_from_5(KPS, session)
-    matrix = cv2.estimateAffinePartial2D(KPS, unit, method=cv2.LMEDS)[0]
+    matrix = similarity(KPS, unit)
     by_hand = cv2.transform(answer, cv2.invertAffineTransform(matrix))[0]
     np.testing.assert_allclose(points, by_hand, atol=1e-3)
     np.testing.assert_allclose(points[:5], KPS, atol=2.0)  # the template lands on the face's own points

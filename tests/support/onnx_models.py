@@ -4,7 +4,8 @@
   anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)) of each
   stride x stride cell, on a grid of ceil(side / stride) cells per side as the real network's padded
   convolutions make it (a side that is not a multiple of 32 ends in a partial cell).
-- ArcFace-like recognizer: 1x3x112x112 -> 1x512 (global average colour times a fixed matrix).
+- ArcFace-like recognizer: 1x3x112x112 -> 1x512 (the crop's colour averaged with a weight that grows
+  across the crop, times a fixed matrix: a shifted crop or a swapped channel gives another embedding).
 - inswapper-like swapper: target 1x3x128x128 + source 1x512 -> 1x3x128x128, with an ``emap``
   initializer last (the output is the target plus a colour shift from the latent).
 - GFPGAN-like enhancer: 1x3x512x512 -> 1x3x512x512 (identity scaled by 0.9).
@@ -94,17 +95,30 @@ def recognizer_matrix() -> np.ndarray:
     return np.random.default_rng(7).normal(size=(3, 512)).astype(np.float32)
 
 
+def recognizer_weights() -> np.ndarray:
+    """Where the recognizer stand-in looks: each pixel's weight in the 112 px crop, growing to the right and
+    down, so that a crop shifted by a pixel (another template, another fit) gives another embedding."""
+    ys, xs = np.mgrid[:112, :112].astype(np.float32) / 111.0
+    weights: np.ndarray = (1.0 + 2.0 * xs + 3.0 * ys**2).astype(np.float32)
+    return weights
+
+
 def build_arcface(path: Path) -> Path:
+    """embedding = mean over the crop of (input x ``recognizer_weights``), per channel, @ the matrix."""
     graph = helper.make_graph(
         [
-            helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
+            helper.make_node("Mul", ["input", "weights"], ["weighted"]),
+            helper.make_node("GlobalAveragePool", ["weighted"], ["pooled"]),
             helper.make_node("Flatten", ["pooled"], ["flat"]),
             helper.make_node("MatMul", ["flat", "projection"], ["embedding"]),
         ],
         "arcface_like",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 112, 112])],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, 512])],
-        initializer=[_const("projection", recognizer_matrix())],
+        initializer=[
+            _const("weights", recognizer_weights().reshape(1, 1, 112, 112)),
+            _const("projection", recognizer_matrix()),
+        ],
     )
     return _save(graph, path)
 
