@@ -24,6 +24,8 @@ from facefusion_ui.types import Frame
 
 DetectorFamily = Literal["scrfd", "retinaface", "yolo_face", "yunet"]
 YUNET_STRIDES = (8, 16, 32)
+PIXEL_EDGE_FAMILIES: tuple[DetectorFamily, ...] = ("scrfd", "retinaface")
+"""The families whose reference NMS counts a box's edge pixels (``non_max_suppression``'s ``pixel_edges``)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def decode_yolo_face(output: np.ndarray, score_threshold: float) -> list[Detecti
     centre, half = rows[:, 0:2], rows[:, 2:4] / 2
     boxes = np.concatenate([centre - half, centre + half], axis=1)
     points = rows[:, 5:20].reshape(-1, 5, 3)[:, :, :2]
-    return _kept(boxes, rows[:, 4], points)
+    return _detections(boxes, rows[:, 4], points)
 
 
 def decode_yunet(outputs: list[Any], score_threshold: float) -> list[Detection]:
@@ -80,12 +82,24 @@ def decode_yunet(outputs: list[Any], score_threshold: float) -> list[Detection]:
         points.append(raw_kps * stride + cells[:, None, :])
     if not boxes:
         return []
-    return _kept(np.concatenate(boxes), np.concatenate(scores), np.concatenate(points))
+    return _detections(np.concatenate(boxes), np.concatenate(scores), np.concatenate(points))
 
 
-def _kept(boxes: np.ndarray, scores: np.ndarray, points: np.ndarray) -> list[Detection]:
+def _detections(boxes: np.ndarray, scores: np.ndarray, points: np.ndarray) -> list[Detection]:
     boxes, scores, points = boxes.astype(np.float32), scores.astype(np.float32), points.astype(np.float32)
-    return [Detection(boxes[i], float(scores[i]), points[i]) for i in non_max_suppression(boxes, scores)]
+    return [Detection(boxes[i], float(scores[i]), points[i]) for i in range(len(boxes))]
+
+
+def suppressed(found: list[Detection], family: DetectorFamily) -> list[Detection]:
+    """``found`` (frame coordinates) after non-maximum suppression at 0.4 by the family's reference: SCRFD
+    and RetinaFace count a box's edge pixels (insightface's ``nms``, applied to the boxes already in the
+    frame's coordinates, as here); YOLO and YuNet do not (their NMS, and OpenCV's ``NMSBoxes``)."""
+    if not found:
+        return []
+    boxes = np.array([d.bbox for d in found], dtype=np.float32)
+    scores = np.array([d.score for d in found], dtype=np.float32)
+    kept = non_max_suppression(boxes, scores, 0.4, pixel_edges=family in PIXEL_EDGE_FAMILIES)
+    return [found[i] for i in kept]
 
 
 def detect_onnx(name: str, frame: Frame, session: Any, size: int, score_threshold: float) -> list[Detection]:
@@ -101,4 +115,5 @@ def detect_onnx(name: str, frame: Frame, session: Any, size: int, score_threshol
         if len(outputs) not in (6, 9):
             raise ValueError(f"an SCRFD-layout detector has 6 or 9 outputs, this one has {len(outputs)}")
         found = decode_scrfd(outputs, score_threshold)
-    return [Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None) for d in found]
+    in_frame = [Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None) for d in found]
+    return suppressed(in_frame, contract.family)

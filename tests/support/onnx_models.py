@@ -124,7 +124,7 @@ def build_arcface(path: Path) -> Path:
 
 
 def swapper_emap() -> np.ndarray:
-    emap: np.ndarray = np.random.default_rng(11).normal(size=(512, 512)).astype(np.float32) / np.sqrt(512)
+    emap: np.ndarray = (np.random.default_rng(11).normal(size=(512, 512)) / np.sqrt(512)).astype(np.float32)
     return emap
 
 
