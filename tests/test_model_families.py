@@ -375,10 +375,56 @@ def test_2dfan4_points_map_back_through_the_crop(tmp_path: Path) -> None:
     )
     session = runtime_for(tmp_path).sessions.get("2dfan4", path, "fp32")
     bbox = np.array([100.0, 50.0, 300.0, 290.0], np.float32)
-    points = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session)
+    points, score = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session)
     scale = 195 / 240.0  # the longer side (240 px) becomes 195 px, centred in 256
     shift = (256 - (bbox[2:] + bbox[:2]) * scale) / 2
     np.testing.assert_allclose(points, (grid[0, :, :2] * 4 - shift) / scale, atol=1e-3)
+    assert score == 0.0  # flat heatmaps
+    # a face turned a quarter clockwise: the crop is turned back (90 degrees counter-clockwise) for the
+    # model, so its point (u, v) is (256 - v, u) of the upright crop
+    turned, _ = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session, angle=90)
+    u, v = grid[0, :, 0] * 4, grid[0, :, 1] * 4
+    np.testing.assert_allclose(turned, (np.stack([256 - v, u], axis=1) - shift) / scale, atol=1e-3)
+
+
+def test_2dfan4_score_is_the_mean_heatmap_peak_read_onto_0_to_1(tmp_path: Path) -> None:
+    heatmaps = np.zeros((1, 68, 64, 64), np.float32)
+    heatmaps[0, :, 10, 20] = np.linspace(0.2, 0.7, 68)  # mean peak 0.45: half of 0.9
+    heatmaps[0, :34, 30, 30] = 0.1  # not a peak
+    path = onnx_models.build_constant_outputs(
+        tmp_path / "2dfan4.onnx",
+        [1, 3, 256, 256],
+        {"landmarks_xyscore": np.zeros((1, 68, 3), np.float32), "heatmaps": heatmaps},
+    )
+    session = runtime_for(tmp_path).sessions.get("2dfan4", path, "fp32")
+    _, score = landmarks_2dfan4(np.zeros((300, 300, 3), np.uint8), np.array([50, 50, 250, 250], np.float32), session)
+    assert score == pytest.approx(0.5, abs=1e-5)
+
+
+def test_2dfan4_angle_is_the_quarter_turn_of_the_eye_line() -> None:
+    from facefusion_ui.faces.landmarker_fan import face_angle
+
+    assert face_angle(None) == 0 and face_angle(KPS) == 0
+    centre = KPS.mean(axis=0)
+    for quarter, angle in ((1, 90), (2, 180), (3, 270)):
+        turn = cv2.getRotationMatrix2D(tuple(float(c) for c in centre), -90.0 * quarter + 12, 1.0)  # clockwise, 12 off
+        assert face_angle(cv2.transform(KPS[None], turn)[0]) == angle
+
+
+def test_2dfan4_raises_the_contrast_of_dark_crops_only() -> None:
+    """FaceFusion's conditional_optimize_contrast: Lab (converted as from RGB), CLAHE with clip limit 2 on
+    L when its mean is under 30, and back; a brighter crop only makes the round trip."""
+    from facefusion_ui.faces.landmarker_fan import optimise_contrast
+
+    dark = (textured(seed=4).astype(np.float32) * 0.12).astype(np.uint8)
+    lab = cv2.cvtColor(dark, cv2.COLOR_RGB2Lab)
+    assert lab[:, :, 0].mean() < 30
+    lab[:, :, 0] = cv2.createCLAHE(clipLimit=2.0).apply(lab[:, :, 0])
+    np.testing.assert_array_equal(optimise_contrast(dark), cv2.cvtColor(lab, cv2.COLOR_Lab2RGB))
+    assert optimise_contrast(dark).astype(int).std() > 1.3 * dark.astype(int).std()  # CLAHE spread it
+    bright = textured(seed=4)
+    round_trip = cv2.cvtColor(cv2.cvtColor(bright, cv2.COLOR_RGB2Lab), cv2.COLOR_Lab2RGB)
+    np.testing.assert_array_equal(optimise_contrast(bright), round_trip)
 
 
 def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
