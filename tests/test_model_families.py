@@ -250,6 +250,35 @@ def test_a_boost_that_is_not_a_multiple_is_a_clear_problem(onnx_models: Path) ->
     assert problems == ["pixel boost 384 does not suit hyperswap_1a_256 (256 px): choose 256, 512, 768, 1024"]
 
 
+@pytest.mark.parametrize("model", ["hyperswap_1a_256", "inswapper_128"])
+def test_several_source_photos_are_averaged_as_each_familys_authors_do(onnx_models: Path, model: str) -> None:
+    """HyperSwap (FaceFusion's own model): the mean of the photos' normed embeddings as it is, its norm
+    under 1 (FaceFusion's average face, ``embedding_norm``); inswapper: that mean times emap, normed
+    (insightface's INSwapper normalises the latent)."""
+    install_swapper(onnx_models, model)
+    runtime = runtime_for(onnx_models)
+    swapper = FaceSwapper(Settings(face_swapper_model=model), runtime)  # type: ignore[arg-type]
+    assert isinstance(swapper, LatentSwapper)
+    images = [textured(seed=5), textured(seed=21)]
+    faces = tuple(SourceFace(f"source{i}.png", image, face_at(KPS), f"hash{i}") for i, image in enumerate(images))
+    prepared = swapper.prepare(SourceIdentity(faces=faces, key="sources"))
+    from facefusion_ui.faces.recognizer import embed_arcface
+
+    spec, session = runtime.onnx_session("arcface_w600k_r50")
+    raw = [embed_arcface(image, face_at(KPS), session, spec) for image in images]
+    mean = np.mean([vector / np.linalg.norm(vector) for vector in raw], axis=0).reshape(1, -1)
+    assert np.linalg.norm(mean) < 0.999  # the two photos differ
+    if model.startswith("hyperswap"):
+        expected = mean
+    else:
+        from tests.support.onnx_models import swapper_emap
+
+        latent = mean @ swapper_emap()
+        expected = latent / np.linalg.norm(latent)
+    assert prepared.latent is not None
+    np.testing.assert_allclose(prepared.latent.reshape(1, -1), expected, rtol=1e-4, atol=1e-6)
+
+
 def test_a_missing_converter_is_named_with_its_command(onnx_models: Path) -> None:
     install_swapper(onnx_models, "ghost_1_256")
     (onnx_models / "crossface_ghost.onnx").unlink()
