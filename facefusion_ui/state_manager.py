@@ -31,6 +31,8 @@ from facefusion_ui.types import (
     FaceMaskArea,
     FaceMaskRegion,
     FaceMaskType,
+    FaceOccluderModel,
+    FaceParserModel,
     FaceRecognizerModel,
     FaceSelectorMode,
     FaceSelectorOrder,
@@ -405,6 +407,16 @@ class Settings:
     )
     face_mask_areas: tuple[FaceMaskArea, ...] = _setting(
         choices(FaceMaskArea), names(choices(FaceMaskArea)), "area mask: the face areas swapped"
+    )
+    face_occluder_model: FaceOccluderModel = _setting(
+        "mediapipe",
+        one_of(choices(FaceOccluderModel)),
+        "occlusion mask's model: mediapipe (embedded) or an XSeg model (download)",
+    )
+    face_parser_model: FaceParserModel = _setting(
+        "mediapipe",
+        one_of(choices(FaceParserModel)),
+        "region mask's model: mediapipe (the embedded face mesh) or a BiSeNet face parser (download)",
     )
     mouth_mask: bool = _setting(False, flag, "keep the target's mouth interior (teeth, tongue, lip motion)")
     video_chunk_size: int | str = _setting(60, chunk_size, "chunk length in seconds, or 'auto'")

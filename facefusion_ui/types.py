@@ -117,6 +117,11 @@ FaceMaskRegion = Literal[
     "lower-lip",
 ]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+FaceOccluderModel = Literal["mediapipe", "xseg_1", "xseg_2", "xseg_3"]
+"""The occlusion mask's model: ``mediapipe`` the embedded one (hands, the face's own appearance, selfie
+segmentation), or an XSeg model of the catalog."""
+FaceParserModel = Literal["mediapipe", "bisenet_resnet_18", "bisenet_resnet_34"]
+"""The region mask's model: ``mediapipe`` the regions of the embedded face mesh, or a BiSeNet face parser."""
 
 ONNX_PROVIDER_NAMES: dict[ExecutionProvider, str] = {
     "cuda": "CUDAExecutionProvider",

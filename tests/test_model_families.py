@@ -492,3 +492,79 @@ def test_detector_sizes_are_those_the_networks_take() -> None:
         assert Settings(face_detector_model=model).face_detector_size == 640
         with pytest.raises(SettingsError, match=f"640 only with face_detector_model {model}"):
             Settings(face_detector_model=model, face_detector_size=320)
+
+
+# The model-backed maskers ------------------------------------------------------------------------------------
+def soft_edged_by_hand(mask: np.ndarray) -> np.ndarray:
+    """FaceFusion's finish of every model mask (face_masker.py)."""
+    return (cv2.GaussianBlur(mask.clip(0, 1).astype(np.float32), (0, 0), 5).clip(0.5, 1) - 0.5) * 2
+
+
+def halves(size: int = 300) -> np.ndarray:
+    """Bright on the left, dark (something covering the face) on the right."""
+    image = np.full((size, size, 3), 255, np.uint8)
+    image[:, size // 2 :] = 20
+    return image
+
+
+@pytest.mark.parametrize("model", ["xseg_1", "xseg_3"])
+def test_xseg_occluder_is_the_occlusion_mask_when_chosen(tmp_path: Path, model: str) -> None:
+    from facefusion_ui.masks.model_maskers import XsegOcclusionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    onnx_models.build_xseg(tmp_path / f"{model}.onnx")
+    settings = Settings(face_mask_types=("occlusion",), face_occluder_model=model)  # type: ignore[arg-type]
+    stage = MaskStage(settings, runtime_for(tmp_path))
+    assert isinstance(stage.maskers[0], XsegOcclusionMasker) and stage.required_models() == (model,)
+    frame = halves()
+    matrix = np.array([[0.8, 0.1, 10.0], [-0.1, 0.8, 30.0]])
+    got = stage.crop_mask(frame, face_at(KPS), matrix, 200)
+    crop = cv2.warpAffine(frame, matrix, (200, 200), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    answer = (cv2.resize(crop, (256, 256)).astype(np.float32) / 255.0).mean(axis=2)
+    np.testing.assert_allclose(got, soft_edged_by_hand(cv2.resize(answer, (200, 200))), atol=1e-4)
+    assert got[100, 20] > 0.99 and got[100, 190] < 0.01  # the dark side is kept as the target's
+    assert stage.counts()["occlusion_pixels"] > 0
+
+
+def test_the_embedded_maskers_stay_the_default() -> None:
+    from facefusion_ui.masks.maskers import RegionMasker
+    from facefusion_ui.masks.occlusion import OcclusionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    settings = Settings(face_mask_types=("occlusion", "region"))
+    assert settings.face_occluder_model == "mediapipe" and settings.face_parser_model == "mediapipe"
+    stage = MaskStage(settings, runtime_for(Path("/nonexistent")))
+    assert [type(masker) for masker in stage.maskers] == [OcclusionMasker, RegionMasker]
+
+
+def parsed_by_hand(frame: np.ndarray, regions: tuple[str, ...]) -> np.ndarray:
+    """The stand-in's classes at 512 px (red: skin 1, blue: nose 10, else background 0), chosen, back."""
+    rgb = cv2.resize(frame, (512, 512))[:, :, ::-1].astype(np.float32) / 255.0
+    red, blue = (rgb[..., 0] - 0.485) / 0.229, (rgb[..., 2] - 0.406) / 0.225
+    classes = np.where((red > 0) & (red >= blue), 1, np.where(blue > 0, 10, 0))
+    chosen = np.isin(classes, [{"skin": 1, "nose": 10, "left-eye": 4}[region] for region in regions])
+    return soft_edged_by_hand(cv2.resize(chosen.astype(np.float32), frame.shape[:2][::-1]))
+
+
+def test_bisenet_parser_is_the_region_mask_when_chosen(tmp_path: Path) -> None:
+    """Red parses as skin, blue as nose (the stand-in): the mask is 1 over the chosen regions, finished
+    as FaceFusion finishes it."""
+    from facefusion_ui.masks.model_maskers import ParserRegionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    onnx_models.build_bisenet(tmp_path / "bisenet_resnet_34.onnx")
+    frame = np.zeros((240, 240, 3), np.uint8)
+    frame[:, :80, 2] = 255  # red (BGR): skin
+    frame[:, 80:160, 0] = 255  # blue: nose; the rest black: background
+    matrix = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    for regions, kept in ((("skin",), 80), (("skin", "nose"), 160), (("left-eye",), 0)):
+        picked: Any = regions
+        settings = Settings(
+            face_mask_types=("region",), face_parser_model="bisenet_resnet_34", face_mask_regions=picked
+        )
+        stage = MaskStage(settings, runtime_for(tmp_path))
+        assert isinstance(stage.maskers[0], ParserRegionMasker)
+        assert stage.required_models() == ("bisenet_resnet_34",)
+        got = stage.crop_mask(frame, face_at(KPS), matrix, 240)
+        np.testing.assert_allclose(got, parsed_by_hand(frame, regions), atol=1e-4)
+        assert got[120, kept + 20 :].max() < 0.01 and (kept == 0 or got[120, : kept - 20].min() > 0.99)

@@ -23,6 +23,8 @@ MASK_SETTINGS = (
     "face_mask_padding",
     "face_mask_regions",
     "face_mask_areas",
+    "face_occluder_model",
+    "face_parser_model",
     "mouth_mask",
 )
 """How a changed face is blended back; names not (yet) in ``Settings`` are skipped."""

@@ -327,3 +327,35 @@ def build_wav2lip(path: Path) -> Path:
         ],
     )
     return _save(graph, path)
+
+
+def build_xseg(path: Path) -> Path:
+    """XSeg-like occluder: ``input`` 1x256x256x3 (NHWC, BGR in [0, 1]) -> ``output`` 1x256x256x1 = the mean
+    of each pixel's three channels (bright reads as face, dark as what covers it)."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["input"], ["output"], axes=[3], keepdims=1)],
+        "xseg_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 256, 256, 3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 256, 256, 1])],
+    )
+    return _save(graph, path)
+
+
+PARSER_CLASS_OF_RED, PARSER_CLASS_OF_BLUE = 1, 10
+
+
+def build_bisenet(path: Path) -> Path:
+    """BiSeNet-like face parser: ``input`` 1x3x512x512 (RGB, ImageNet-normalised) -> ``output`` 1x19x512x512
+    scores, all 0 but class 1 (skin) = the red input and class 10 (nose) = the blue input: a red pixel
+    parses as skin, a blue one as nose, a dark one as background (class 0)."""
+    weights = np.zeros((19, 3, 1, 1), np.float32)
+    weights[PARSER_CLASS_OF_RED, 0] = 1.0
+    weights[PARSER_CLASS_OF_BLUE, 2] = 1.0
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["input", "weights"], ["output"], kernel_shape=[1, 1])],
+        "bisenet_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 512, 512])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 19, 512, 512])],
+        initializer=[_const("weights", weights)],
+    )
+    return _save(graph, path)
