@@ -20,6 +20,9 @@ from typing import Any, NamedTuple
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
+    DETECTOR_GRID,
+    DETECTOR_SIZE_RANGE,
+    FIXED_DETECTOR_SIZES,
     ExecutionProvider,
     FaceCacheScope,
     FaceDetectorModel,
@@ -28,6 +31,8 @@ from facefusion_ui.types import (
     FaceMaskArea,
     FaceMaskRegion,
     FaceMaskType,
+    FaceOccluderModel,
+    FaceParserModel,
     FaceRecognizerModel,
     FaceSelectorMode,
     FaceSelectorOrder,
@@ -114,6 +119,24 @@ class Number(Rule):
 
     def cli_options(self) -> dict[str, Any]:
         return {"type": float, "metavar": "X"}
+
+
+@dataclass(frozen=True)
+class WholeMultiple(Rule):
+    """A whole number from ``low`` to ``high`` that is a multiple of ``step`` (a network's input side)."""
+
+    step: int
+    low: int
+    high: int
+
+    def __call__(self, key: str, value: Any) -> Any:
+        valid = isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
+        if not valid or value % self.step:
+            raise _fail(key, value, f"a multiple of {self.step} from {self.low} to {self.high}")
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"type": int, "metavar": "PX"}
 
 
 @dataclass(frozen=True)
@@ -359,7 +382,11 @@ class Settings:
         page=(Place("settings:faces", 1),),
         label="Face detector (dlib_hog: best recall, mediapipe_blazeface: faster)",
     )
-    face_detector_size: int = _setting(640, whole_number(128, 2048), "detector input size (ONNX detectors)")
+    face_detector_size: int = _setting(
+        640,
+        WholeMultiple(DETECTOR_GRID, *DETECTOR_SIZE_RANGE),
+        "detector input size (ONNX detectors; yoloface_8n and yunet_2023_mar take 640 only)",
+    )
     face_detector_score: float = _setting(
         0.5, number(0.0, 1.0), "minimum detection confidence", page=(Place("settings:faces", 3),)
     )
@@ -501,6 +528,18 @@ class Settings:
         preset=2,
         label="Chunk length (seconds or auto)",
     )
+    face_occluder_model: FaceOccluderModel = _setting(
+        "mediapipe",
+        one_of(choices(FaceOccluderModel)),
+        "occlusion mask's model: mediapipe (embedded) or an XSeg model (download)",
+        page=(Place("single:mask", 7),),
+    )
+    face_parser_model: FaceParserModel = _setting(
+        "mediapipe",
+        one_of(choices(FaceParserModel)),
+        "region mask's model: mediapipe (the embedded face mesh) or a BiSeNet face parser (download)",
+        page=(Place("single:mask", 8),),
+    )
     video_temp_frame_format: TempFrameFormat | None = _setting(
         None, one_of(choices(TempFrameFormat), optional=True), "write frames to disk (none: stream)"
     )
@@ -585,6 +624,7 @@ class Settings:
         for item in dataclasses.fields(self):
             value = item.metadata["validate"](item.name, getattr(self, item.name))
             object.__setattr__(self, item.name, value)
+        _check_detector_size(self.face_detector_model, self.face_detector_size)
         if (
             self.trim_frame_start is not None
             and self.trim_frame_end is not None
@@ -617,6 +657,13 @@ class Settings:
     @classmethod
     def from_json(cls, text: str) -> Settings:
         return cls.from_dict(json.loads(text))
+
+
+def _check_detector_size(model: str, size: int) -> None:
+    """A detector exported at one size takes only that size (the others: any multiple of the grid)."""
+    fixed = FIXED_DETECTOR_SIZES.get(model)
+    if fixed is not None and size != fixed:
+        raise _fail("face_detector_size", size, f"{fixed} only with face_detector_model {model} (its fixed input)")
 
 
 def _jsonable(value: Any) -> Any:

@@ -23,6 +23,13 @@ FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-l
 FaceDetectorModel = Literal[
     "dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g", "retinaface_10g", "yoloface_8n", "yunet_2023_mar"
 ]
+DETECTOR_GRID = 32
+"""The ONNX detectors' coarsest stride: a side they decode exactly is a multiple of it (a convolution
+network's grid at stride s is ceil(side / s) cells, which the anchors match only on such a side)."""
+DETECTOR_SIZE_RANGE = (128, 2048)
+FIXED_DETECTOR_SIZES: dict[str, int] = {"yoloface_8n": 640, "yunet_2023_mar": 640}
+"""Detectors exported at one input size (FaceFusion offers these two at 640x640 only: its ``choices.py``,
+``face_detector_set``); the others take any multiple of ``DETECTOR_GRID`` in ``DETECTOR_SIZE_RANGE``."""
 FaceLandmarkerModel = Literal["dlib_68", "dlib_5", "mediapipe_face_mesh", "2dfan4"]
 FaceRecognizerModel = Literal["dlib_resnet", "arcface_w600k_r50"]
 FaceSwapperModel = Literal[
@@ -110,6 +117,11 @@ FaceMaskRegion = Literal[
     "lower-lip",
 ]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+FaceOccluderModel = Literal["mediapipe", "xseg_1", "xseg_2", "xseg_3"]
+"""The occlusion mask's model: ``mediapipe`` the embedded one (hands, the face's own appearance, selfie
+segmentation), or an XSeg model of the catalog."""
+FaceParserModel = Literal["mediapipe", "bisenet_resnet_18", "bisenet_resnet_34"]
+"""The region mask's model: ``mediapipe`` the regions of the embedded face mesh, or a BiSeNet face parser."""
 PageGroup = Literal[
     "settings:execution",
     "settings:faces",

@@ -12,6 +12,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
+from skimage.transform import SimilarityTransform
 
 from facefusion_ui.faces.detector_families import detect_onnx
 from facefusion_ui.faces.face import Face
@@ -71,9 +72,19 @@ def textured(height: int = 220, width: int = 220, seed: int = 3) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
-def align(image: np.ndarray, kps: np.ndarray, template: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+def similarity(kps: np.ndarray, target: np.ndarray, method: str = "least_squares") -> np.ndarray:
+    """The reference fits: scikit-image's least-squares similarity (insightface's ``estimate_norm``), or
+    OpenCV's LMEDS (facexlib's, the enhancers')."""
+    if method == "lmeds":
+        return np.asarray(cv2.estimateAffinePartial2D(kps, target, method=cv2.LMEDS)[0])
+    return np.asarray(SimilarityTransform.from_estimate(kps, target).params[:2])
+
+
+def align(
+    image: np.ndarray, kps: np.ndarray, template: str, size: int, method: str = "least_squares"
+) -> tuple[np.ndarray, np.ndarray]:
     target = np.array(TEMPLATES[template], np.float32) * size
-    matrix = cv2.estimateAffinePartial2D(kps, target, method=cv2.LMEDS)[0]
+    matrix = similarity(kps, target, method)
     crop = cv2.warpAffine(image, matrix, (size, size), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
     return crop, matrix
 
@@ -129,9 +140,16 @@ def _expected_source(model: str, runtime: ModelRuntime, image: np.ndarray) -> An
     return converted / np.linalg.norm(converted) if source == "conv_normed" else converted
 
 
-def expected_crop(model: str, frame: np.ndarray, source_value: np.ndarray, boost: int | None) -> np.ndarray:
+def expected_crop(
+    model: str, frame: np.ndarray, source_value: np.ndarray, boost: int | None, matrix: np.ndarray
+) -> np.ndarray:
+    """What the swapper gives on the crop ``matrix`` warps (checked against the reference fit first: a
+    difference of 1e-5 in the matrix moves a pixel by one level, which ImageNet's std makes 5)."""
     template, size, mean, std, denormalise, source = SWAPPERS[model]
-    crop, _ = align(frame, KPS, template, boost or size)
+    _, reference = align(frame, KPS, template, boost or size)
+    np.testing.assert_allclose(matrix, reference, atol=1e-3)
+    side = boost or size
+    crop = cv2.warpAffine(frame, matrix, (side, side), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
     rgb = crop[:, :, ::-1].astype(np.float32) / 255.0
     normalised = (rgb - np.array(mean, np.float32)) / np.array(std, np.float32)
     if isinstance(source, tuple):
@@ -180,7 +198,7 @@ def test_swapper_family_crop_normalisation_source_and_paste_back(onnx_models: Pa
 
     _, session = runtime.onnx_session(model)
     crop, matrix = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, None)
-    expected = expected_crop(model, frame, source_value, None)
+    expected = expected_crop(model, frame, source_value, None, matrix)
     assert crop.shape == expected.shape
     assert np.abs(crop.astype(int) - expected.astype(int)).max() <= 1
     # paste-back: the crop lands where the alignment says (the nose of the crop sits on the frame's nose)
@@ -210,9 +228,9 @@ def test_pixel_boost_runs_the_model_on_interleaved_tiles(onnx_models: Path, mode
     _, session = runtime.onnx_session(model)
     frame = textured(seed=9)
     assert prepared.latent is not None
-    crop, _ = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, boost)
+    crop, matrix = swap_crop(session, SWAPPER_CONTRACTS[model], frame, KPS, prepared.latent, boost)
     source_value = expected_source(model, runtime, textured(seed=5))
-    expected = expected_crop(model, frame, source_value, boost)  # the stand-in is per pixel: tiles agree
+    expected = expected_crop(model, frame, source_value, boost, matrix)  # the stand-in is per pixel: tiles agree
     assert crop.shape == (boost, boost, 3)
     assert np.abs(crop.astype(int) - expected.astype(int)).max() <= 1
 
@@ -230,6 +248,35 @@ def test_a_boost_that_is_not_a_multiple_is_a_clear_problem(onnx_models: Path) ->
     settings = Settings(face_swapper_model="hyperswap_1a_256", face_swapper_pixel_boost=384)
     problems = FaceSwapper(settings, runtime_for(onnx_models)).pre_check()
     assert problems == ["pixel boost 384 does not suit hyperswap_1a_256 (256 px): choose 256, 512, 768, 1024"]
+
+
+@pytest.mark.parametrize("model", ["hyperswap_1a_256", "inswapper_128"])
+def test_several_source_photos_are_averaged_as_each_familys_authors_do(onnx_models: Path, model: str) -> None:
+    """HyperSwap (FaceFusion's own model): the mean of the photos' normed embeddings as it is, its norm
+    under 1 (FaceFusion's average face, ``embedding_norm``); inswapper: that mean times emap, normed
+    (insightface's INSwapper normalises the latent)."""
+    install_swapper(onnx_models, model)
+    runtime = runtime_for(onnx_models)
+    swapper = FaceSwapper(Settings(face_swapper_model=model), runtime)  # type: ignore[arg-type]
+    assert isinstance(swapper, LatentSwapper)
+    images = [textured(seed=5), textured(seed=21)]
+    faces = tuple(SourceFace(f"source{i}.png", image, face_at(KPS), f"hash{i}") for i, image in enumerate(images))
+    prepared = swapper.prepare(SourceIdentity(faces=faces, key="sources"))
+    from facefusion_ui.faces.recognizer import embed_arcface
+
+    spec, session = runtime.onnx_session("arcface_w600k_r50")
+    raw = [embed_arcface(image, face_at(KPS), session, spec) for image in images]
+    mean = np.mean([vector / np.linalg.norm(vector) for vector in raw], axis=0).reshape(1, -1)
+    assert np.linalg.norm(mean) < 0.999  # the two photos differ
+    if model.startswith("hyperswap"):
+        expected = mean
+    else:
+        from tests.support.onnx_models import swapper_emap
+
+        latent = mean @ swapper_emap()
+        expected = latent / np.linalg.norm(latent)
+    assert prepared.latent is not None
+    np.testing.assert_allclose(prepared.latent.reshape(1, -1), expected, rtol=1e-4, atol=1e-6)
 
 
 def test_a_missing_converter_is_named_with_its_command(onnx_models: Path) -> None:
@@ -264,7 +311,7 @@ def test_enhancer_family_crop_range_and_weight(tmp_path: Path, model: str) -> No
     enhancer = FaceEnhancer(settings, runtime_for(tmp_path))
     assert enhancer.pre_check() == []
     frame = textured(seed=11)
-    crop, _ = align(frame, KPS, template, size)
+    crop, _ = align(frame, KPS, template, size, "lmeds")
     gain = 0.9 * (weight if model == "codeformer" else 1.0)
     rgb = crop[:, :, ::-1].astype(np.float32) / 255.0
     expected = (np.clip(((rgb - 0.5) / 0.5 * gain) * 0.5 + 0.5, 0, 1) * 255 + 0.5).astype(np.uint8)[:, :, ::-1]
@@ -357,10 +404,56 @@ def test_2dfan4_points_map_back_through_the_crop(tmp_path: Path) -> None:
     )
     session = runtime_for(tmp_path).sessions.get("2dfan4", path, "fp32")
     bbox = np.array([100.0, 50.0, 300.0, 290.0], np.float32)
-    points = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session)
+    points, score = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session)
     scale = 195 / 240.0  # the longer side (240 px) becomes 195 px, centred in 256
     shift = (256 - (bbox[2:] + bbox[:2]) * scale) / 2
     np.testing.assert_allclose(points, (grid[0, :, :2] * 4 - shift) / scale, atol=1e-3)
+    assert score == 0.0  # flat heatmaps
+    # a face turned a quarter clockwise: the crop is turned back (90 degrees counter-clockwise) for the
+    # model, so its point (u, v) is (256 - v, u) of the upright crop
+    turned, _ = landmarks_2dfan4(np.zeros((400, 400, 3), np.uint8), bbox, session, angle=90)
+    u, v = grid[0, :, 0] * 4, grid[0, :, 1] * 4
+    np.testing.assert_allclose(turned, (np.stack([256 - v, u], axis=1) - shift) / scale, atol=1e-3)
+
+
+def test_2dfan4_score_is_the_mean_heatmap_peak_read_onto_0_to_1(tmp_path: Path) -> None:
+    heatmaps = np.zeros((1, 68, 64, 64), np.float32)
+    heatmaps[0, :, 10, 20] = np.linspace(0.2, 0.7, 68)  # mean peak 0.45: half of 0.9
+    heatmaps[0, :34, 30, 30] = 0.1  # not a peak
+    path = onnx_models.build_constant_outputs(
+        tmp_path / "2dfan4.onnx",
+        [1, 3, 256, 256],
+        {"landmarks_xyscore": np.zeros((1, 68, 3), np.float32), "heatmaps": heatmaps},
+    )
+    session = runtime_for(tmp_path).sessions.get("2dfan4", path, "fp32")
+    _, score = landmarks_2dfan4(np.zeros((300, 300, 3), np.uint8), np.array([50, 50, 250, 250], np.float32), session)
+    assert score == pytest.approx(0.5, abs=1e-5)
+
+
+def test_2dfan4_angle_is_the_quarter_turn_of_the_eye_line() -> None:
+    from facefusion_ui.faces.landmarker_fan import face_angle
+
+    assert face_angle(None) == 0 and face_angle(KPS) == 0
+    centre = KPS.mean(axis=0)
+    for quarter, angle in ((1, 90), (2, 180), (3, 270)):
+        turn = cv2.getRotationMatrix2D(tuple(float(c) for c in centre), -90.0 * quarter + 12, 1.0)  # clockwise, 12 off
+        assert face_angle(cv2.transform(KPS[None], turn)[0]) == angle
+
+
+def test_2dfan4_raises_the_contrast_of_dark_crops_only() -> None:
+    """FaceFusion's conditional_optimize_contrast: Lab (converted as from RGB), CLAHE with clip limit 2 on
+    L when its mean is under 30, and back; a brighter crop only makes the round trip."""
+    from facefusion_ui.faces.landmarker_fan import optimise_contrast
+
+    dark = (textured(seed=4).astype(np.float32) * 0.12).astype(np.uint8)
+    lab = cv2.cvtColor(dark, cv2.COLOR_RGB2Lab)
+    assert lab[:, :, 0].mean() < 30
+    lab[:, :, 0] = cv2.createCLAHE(clipLimit=2.0).apply(lab[:, :, 0])
+    np.testing.assert_array_equal(optimise_contrast(dark), cv2.cvtColor(lab, cv2.COLOR_Lab2RGB))
+    assert optimise_contrast(dark).astype(int).std() > 1.3 * dark.astype(int).std()  # CLAHE spread it
+    bright = textured(seed=4)
+    round_trip = cv2.cvtColor(cv2.cvtColor(bright, cv2.COLOR_RGB2Lab), cv2.COLOR_Lab2RGB)
+    np.testing.assert_array_equal(optimise_contrast(bright), round_trip)
 
 
 def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
@@ -369,7 +462,7 @@ def test_fan_68_5_works_in_the_unit_ffhq_frame(tmp_path: Path) -> None:
     path = onnx_models.build_constant_outputs(tmp_path / "fan_68_5.onnx", [1, 5, 2], {"landmarks": answer})
     session = runtime_for(tmp_path).sessions.get("fan_68_5", path, "fp32")
     points = landmarks_68_from_5(KPS, session)
-    matrix = cv2.estimateAffinePartial2D(KPS, unit, method=cv2.LMEDS)[0]
+    matrix = similarity(KPS, unit)
     by_hand = cv2.transform(answer, cv2.invertAffineTransform(matrix))[0]
     np.testing.assert_allclose(points, by_hand, atol=1e-3)
     np.testing.assert_allclose(points[:5], KPS, atol=2.0)  # the template lands on the face's own points
@@ -381,3 +474,105 @@ def test_the_arcface_template_is_insightfaces_own() -> None:
     from facefusion_ui.faces.alignment import ARCFACE_112
 
     assert np.array_equal(ARCFACE_112, np.asarray(face_align.arcface_dst, dtype=np.float32))
+
+
+def test_scrfd_anchors_follow_the_grid_the_outputs_have(tmp_path: Path) -> None:
+    """At 336 px (not a multiple of 32) the stride-32 grid is 11 cells wide, not 336 // 32 = 10: a
+    face in cell (8, 8) decoded on a 10-wide grid lands two rows down and two columns left."""
+    path = onnx_models.build_scrfd(tmp_path / "det_10g.onnx")
+    session = runtime_for(tmp_path).sessions.get("det_10g", path, "fp32")
+    frame = np.zeros((336, 336, 3), np.uint8)
+    frame[256:288, 256:288] = 255  # exactly cell (8, 8) of the stride-32 grid
+    found = detect_onnx("det_10g", frame, session, 336, 0.5)
+    assert found
+    for detection in found:
+        centre = (detection.bbox[:2] + detection.bbox[2:]) / 2
+        assert np.all(centre >= 256 - 32) and np.all(centre <= 288 + 32), centre
+
+
+def test_detector_sizes_are_those_the_networks_take() -> None:
+    from facefusion_ui.errors import SettingsError
+
+    assert Settings(face_detector_model="det_10g", face_detector_size=352).face_detector_size == 352
+    with pytest.raises(SettingsError, match="a multiple of 32 from 128 to 2048"):
+        Settings(face_detector_model="det_10g", face_detector_size=336)
+    for model in ("yoloface_8n", "yunet_2023_mar"):
+        assert Settings(face_detector_model=model).face_detector_size == 640
+        with pytest.raises(SettingsError, match=f"640 only with face_detector_model {model}"):
+            Settings(face_detector_model=model, face_detector_size=320)
+
+
+# The model-backed maskers ------------------------------------------------------------------------------------
+def soft_edged_by_hand(mask: np.ndarray) -> np.ndarray:
+    """FaceFusion's finish of every model mask (face_masker.py)."""
+    return (cv2.GaussianBlur(mask.clip(0, 1).astype(np.float32), (0, 0), 5).clip(0.5, 1) - 0.5) * 2
+
+
+def halves(size: int = 300) -> np.ndarray:
+    """Bright on the left, dark (something covering the face) on the right."""
+    image = np.full((size, size, 3), 255, np.uint8)
+    image[:, size // 2 :] = 20
+    return image
+
+
+@pytest.mark.parametrize("model", ["xseg_1", "xseg_3"])
+def test_xseg_occluder_is_the_occlusion_mask_when_chosen(tmp_path: Path, model: str) -> None:
+    from facefusion_ui.masks.model_maskers import XsegOcclusionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    onnx_models.build_xseg(tmp_path / f"{model}.onnx")
+    settings = Settings(face_mask_types=("occlusion",), face_occluder_model=model)  # type: ignore[arg-type]
+    stage = MaskStage(settings, runtime_for(tmp_path))
+    assert isinstance(stage.maskers[0], XsegOcclusionMasker) and stage.required_models() == (model,)
+    frame = halves()
+    matrix = np.array([[0.8, 0.1, 10.0], [-0.1, 0.8, 30.0]])
+    got = stage.crop_mask(frame, face_at(KPS), matrix, 200)
+    crop = cv2.warpAffine(frame, matrix, (200, 200), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    answer = (cv2.resize(crop, (256, 256)).astype(np.float32) / 255.0).mean(axis=2)
+    np.testing.assert_allclose(got, soft_edged_by_hand(cv2.resize(answer, (200, 200))), atol=1e-4)
+    assert got[100, 20] > 0.99 and got[100, 190] < 0.01  # the dark side is kept as the target's
+    assert stage.counts()["occlusion_pixels"] > 0
+
+
+def test_the_embedded_maskers_stay_the_default() -> None:
+    from facefusion_ui.masks.maskers import RegionMasker
+    from facefusion_ui.masks.occlusion import OcclusionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    settings = Settings(face_mask_types=("occlusion", "region"))
+    assert settings.face_occluder_model == "mediapipe" and settings.face_parser_model == "mediapipe"
+    stage = MaskStage(settings, runtime_for(Path("/nonexistent")))
+    assert [type(masker) for masker in stage.maskers] == [OcclusionMasker, RegionMasker]
+
+
+def parsed_by_hand(frame: np.ndarray, regions: tuple[str, ...]) -> np.ndarray:
+    """The stand-in's classes at 512 px (red: skin 1, blue: nose 10, else background 0), chosen, back."""
+    rgb = cv2.resize(frame, (512, 512))[:, :, ::-1].astype(np.float32) / 255.0
+    red, blue = (rgb[..., 0] - 0.485) / 0.229, (rgb[..., 2] - 0.406) / 0.225
+    classes = np.where((red > 0) & (red >= blue), 1, np.where(blue > 0, 10, 0))
+    chosen = np.isin(classes, [{"skin": 1, "nose": 10, "left-eye": 4}[region] for region in regions])
+    return soft_edged_by_hand(cv2.resize(chosen.astype(np.float32), frame.shape[:2][::-1]))
+
+
+def test_bisenet_parser_is_the_region_mask_when_chosen(tmp_path: Path) -> None:
+    """Red parses as skin, blue as nose (the stand-in): the mask is 1 over the chosen regions, finished
+    as FaceFusion finishes it."""
+    from facefusion_ui.masks.model_maskers import ParserRegionMasker
+    from facefusion_ui.masks.stage import MaskStage
+
+    onnx_models.build_bisenet(tmp_path / "bisenet_resnet_34.onnx")
+    frame = np.zeros((240, 240, 3), np.uint8)
+    frame[:, :80, 2] = 255  # red (BGR): skin
+    frame[:, 80:160, 0] = 255  # blue: nose; the rest black: background
+    matrix = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    for regions, kept in ((("skin",), 80), (("skin", "nose"), 160), (("left-eye",), 0)):
+        picked: Any = regions
+        settings = Settings(
+            face_mask_types=("region",), face_parser_model="bisenet_resnet_34", face_mask_regions=picked
+        )
+        stage = MaskStage(settings, runtime_for(tmp_path))
+        assert isinstance(stage.maskers[0], ParserRegionMasker)
+        assert stage.required_models() == ("bisenet_resnet_34",)
+        got = stage.crop_mask(frame, face_at(KPS), matrix, 240)
+        np.testing.assert_allclose(got, parsed_by_hand(frame, regions), atol=1e-4)
+        assert got[120, kept + 20 :].max() < 0.01 and (kept == 0 or got[120, : kept - 20].min() > 0.99)

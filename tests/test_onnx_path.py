@@ -16,7 +16,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.inference import SessionPool
 from facefusion_ui.models import load_manifest
 from facefusion_ui.state_manager import Settings
-from tests.support.onnx_models import recognizer_matrix
+from tests.support.onnx_models import recognizer_matrix, recognizer_weights
 
 ONNX_SETTINGS = Settings(
     face_detector_model="det_10g",
@@ -50,7 +50,8 @@ def test_scrfd_and_arcface_run_through_the_analyser(onnx_models: Path) -> None:
     face = faces[0]
     crop, _ = warp_face(bright_square(), face.kps, "arcface_112", 112)
     rgb = cv2.cvtColor(crop, cv2.COLOR_BGR2RGB).astype(np.float32)
-    expected = ((rgb - 127.5) / 127.5).mean(axis=(0, 1)) @ recognizer_matrix()
+    weighted = (rgb - 127.5) / 127.5 * recognizer_weights()[..., None]
+    expected = weighted.mean(axis=(0, 1)) @ recognizer_matrix()
     assert face.embedding is not None
     np.testing.assert_allclose(face.embedding, expected, rtol=1e-4, atol=1e-4)
     assert runtime.sessions.stats.loads == 2

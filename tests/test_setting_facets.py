@@ -78,6 +78,8 @@ SINGLE_MASK = (
     "face_mask_regions",
     "face_mask_areas",
     "mouth_mask",
+    "face_occluder_model",
+    "face_parser_model",
 )
 SINGLE_OUTPUT = (
     "output_image_quality",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.state_manager import Settings, StateManager, setting_keys, validate_item
+from tests.conftest import RunCli
 
 
 def test_defaults_are_valid_and_frozen() -> None:
@@ -138,3 +140,22 @@ def test_processor_options_must_be_names_and_plain_values(value: object) -> None
         Settings.from_dict({"processor_options": value})
     with pytest.raises(SettingsError, match="processor_options"):
         StateManager().update({"processor_options": value})
+
+
+@pytest.mark.parametrize(
+    ("options", "allowed"),
+    [
+        (["--face-detector-model", "det_10g", "--face-detector-size", "336"], "a multiple of 32 from 128 to 2048"),
+        (["--face-detector-model", "yoloface_8n", "--face-detector-size", "320"], "640 only"),
+    ],
+)
+def test_a_detector_size_the_network_cannot_take_is_one_line_before_anything_loads(
+    cli_here: RunCli, tmp_path: Path, options: list[str], allowed: str
+) -> None:
+    """Checked with the settings: before the missing files are noticed and any model is looked for."""
+    command = ["process", "-s", str(tmp_path / "none.jpg"), "-t", str(tmp_path / "none.png"), "-o", "out.png"]
+    completed = cli_here([*command, *options], env={"FACEFUSION_UI_MODELS": str(tmp_path / "models")})
+    assert completed.returncode == 2
+    assert completed.stderr.count("\n") == 1 and "face_detector_size" in completed.stderr
+    assert allowed in completed.stderr
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())

@@ -15,6 +15,8 @@ import numpy as np
 from facefusion_ui.types import Frame, Mask, Matrix, Points
 
 TemplateName = Literal["arcface_112", "arcface_128", "ffhq_512"]
+AlignmentFit = Literal["least_squares", "lmeds"]
+"""How five points are fitted to a template: see ``similarity_fit``."""
 
 ARCFACE_112 = np.array(
     [
@@ -54,14 +56,51 @@ def template_points(name: TemplateName, size: int) -> Points:
     return shifted
 
 
-def estimate_matrix(kps: Points, template: TemplateName, size: int) -> Matrix:
-    """The 2x3 similarity transform taking the face's 5 points onto the template."""
-    matrix, _ = cv2.estimateAffinePartial2D(
-        np.asarray(kps, dtype=np.float32), template_points(template, size), method=cv2.LMEDS
-    )
+def similarity_fit(source: Points, target: Points, fit: AlignmentFit = "least_squares") -> Matrix:
+    """The 2x3 similarity transform (rotation, one scale, shift) taking ``source`` onto ``target``.
+
+    ``least_squares`` (swappers, recognizer, landmarkers, lip syncer): every point counts, as in
+    insightface's ``face_align.estimate_norm`` (scikit-image's ``SimilarityTransform.estimate``) and
+    FaceFusion's ``estimate_matrix_by_face_landmark_5`` (RANSAC with a 100 px threshold: all five points
+    are inliers, then refined to the least-squares fit). ``lmeds`` (the enhancers): OpenCV's least median
+    of squares, as facexlib's ``FaceRestoreHelper.align_warp_face`` runs GFPGAN and CodeFormer; with five
+    points it drops up to two of them as outliers.
+    """
+    points = np.asarray(source, dtype=np.float64)
+    if fit == "least_squares":
+        return umeyama(points, np.asarray(target, dtype=np.float64))
+    matrix, _ = cv2.estimateAffinePartial2D(points.astype(np.float32), np.asarray(target, np.float32), method=cv2.LMEDS)
     if matrix is None:
         raise ValueError("cannot align a face whose keypoints are degenerate")
     return np.asarray(matrix, dtype=np.float64)
+
+
+def umeyama(source: Matrix, target: Matrix) -> Matrix:
+    """The least-squares similarity taking ``source`` (N x 2) onto ``target``, without reflection.
+
+    Umeyama's closed form (IEEE TPAMI 13(4), 1991, "Least-squares estimation of transformation
+    parameters between two point patterns", eqs. 38-42), the method scikit-image's
+    ``SimilarityTransform.estimate`` implements: centre both sets on their means; their covariance
+    C = target_c^T source_c / N; its SVD C = U S V^T; D = diag(1, det(U) det(V)) (-1 would be a
+    reflection, so the weakest direction is turned instead); rotation R = U D V^T; scale = trace(S D) /
+    the mean squared distance of source_c from its centre; shift = mean(target) - scale R mean(source).
+    """
+    source_mean, target_mean = source.mean(axis=0), target.mean(axis=0)
+    source_c, target_c = source - source_mean, target - target_mean
+    variance = float((source_c**2).sum(axis=1).mean())
+    if not np.isfinite(variance) or variance < 1e-12:
+        raise ValueError("cannot align a face whose keypoints are degenerate")
+    u, singular, vt = np.linalg.svd(target_c.T @ source_c / len(source))
+    d = np.array([1.0, np.sign(np.linalg.det(u) * np.linalg.det(vt)) or 1.0])
+    rotation = u @ np.diag(d) @ vt
+    scale = float(singular @ d) / variance
+    shift = target_mean - scale * rotation @ source_mean
+    return np.hstack([scale * rotation, shift[:, None]])
+
+
+def estimate_matrix(kps: Points, template: TemplateName, size: int) -> Matrix:
+    """The 2x3 similarity transform taking the face's 5 points onto the template (least squares)."""
+    return similarity_fit(kps, template_points(template, size))
 
 
 def warp_face(frame: Frame, kps: Points, template: TemplateName, size: int) -> tuple[Frame, Matrix]:

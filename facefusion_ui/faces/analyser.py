@@ -29,7 +29,7 @@ from facefusion_ui.faces.landmarker import (
     kps_from_mesh,
     mesh_roi,
 )
-from facefusion_ui.faces.landmarker_fan import landmarks_2dfan4
+from facefusion_ui.faces.landmarker_fan import face_angle, landmarks_2dfan4
 from facefusion_ui.faces.recognizer import RecognizerScale, embed_arcface, embed_dlib
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import roi_box
@@ -168,8 +168,9 @@ class FaceAnalyser:
         mesh_points = None
         kps = detection.kps
         landmarker = settings.face_landmarker_model
+        landmarks_score = None
         if landmarker in LANDMARKERS_68:
-            landmarks_68 = self.landmarks_68(frame, detection.bbox, landmarker)
+            landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
             kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:
@@ -188,6 +189,7 @@ class FaceAnalyser:
             kps=np.asarray(kps, dtype=np.float32),
             detector=settings.face_detector_model,
             landmarks_68=landmarks_68,
+            landmarks_68_score=landmarks_score,
             mesh=mesh_points,
             yaw=yaw,
             pitch=pitch,
@@ -202,24 +204,29 @@ class FaceAnalyser:
         wanted = landmarks and landmarker in LANDMARKERS_68
         kps = kps_from_mesh(mesh.points)
         yaw, pitch = estimate_pose(kps)
+        landmarks_68, landmarks_score = self.landmarks_68(frame, bbox, landmarker, kps) if wanted else (None, None)
         return Face(
             bbox=np.asarray(bbox, dtype=np.float32),
             score=score,
             kps=kps,
             detector=settings.face_detector_model,
-            landmarks_68=self.landmarks_68(frame, bbox, landmarker) if wanted else None,
+            landmarks_68=landmarks_68,
+            landmarks_68_score=landmarks_score,
             mesh=mesh,
             yaw=yaw,
             pitch=pitch,
         )
 
-    def landmarks_68(self, frame: Frame, bbox: Points, landmarker: str) -> Points:
-        """The 68 landmarks of the face in ``bbox`` by ``landmarker`` (dlib_68 or 2dfan4)."""
+    def landmarks_68(
+        self, frame: Frame, bbox: Points, landmarker: str, kps: Points | None
+    ) -> tuple[Points, float | None]:
+        """The 68 landmarks of the face in ``bbox`` by ``landmarker`` (dlib_68, or 2dfan4 on the crop turned
+        upright by the roll of ``kps``, when known) and the landmarker's score (2dfan4's alone)."""
         if landmarker == "dlib_68":
             with self.runtime.using("dlib_68") as predictor:
-                return dlib_landmarks(frame, predictor, bbox)
+                return dlib_landmarks(frame, predictor, bbox), None
         _, session = self.runtime.onnx_session("2dfan4")
-        return landmarks_2dfan4(frame, bbox, session)
+        return landmarks_2dfan4(frame, bbox, session, face_angle(kps))
 
     def mesh(self, frame: Frame, detection: Detection) -> FaceMesh | None:
         """The mesh found in the crop around ``detection``'s box (a face seen for the first time)."""

@@ -40,12 +40,31 @@ def shrink_interpolation(frame: Frame, size: tuple[int, int]) -> int:
     return cv2.INTER_LINEAR
 
 
-def non_max_suppression(boxes: Points, scores: Points, threshold: float = 0.4) -> list[int]:
+def non_max_suppression(boxes: Points, scores: Points, threshold: float = 0.4, pixel_edges: bool = False) -> list[int]:
+    """The indices kept, best score first: each box in turn, unless it overlaps (intersection over union
+    above ``threshold``) one kept before it.
+
+    ``pixel_edges``: a box's corners are the first and last pixel it covers, so its width is x2 - x1 + 1
+    (and so for the intersection): insightface's convention in the SCRFD and RetinaFace decoders
+    (``model_zoo/retinaface.py``, ``nms``), which the authors' code of those two families uses. Without
+    it, widths are x2 - x1, as OpenCV's ``NMSBoxes`` (FaceFusion's, and YuNet's own) and YOLO's NMS.
+    """
     if len(boxes) == 0:
         return []
-    rects = [[float(b[0]), float(b[1]), float(b[2] - b[0]), float(b[3] - b[1])] for b in boxes]
-    kept = cv2.dnn.NMSBoxes(rects, [float(s) for s in scores], 0.0, threshold)
-    return [int(i) for i in np.asarray(kept).reshape(-1)]
+    corners = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    edge = 1.0 if pixel_edges else 0.0
+    areas = (corners[:, 2] - corners[:, 0] + edge) * (corners[:, 3] - corners[:, 1] + edge)
+    order = list(np.argsort(-np.asarray(scores, dtype=np.float64).reshape(-1), kind="stable"))
+    kept: list[int] = []
+    while order:
+        best, rest = order[0], np.array(order[1:], dtype=int)
+        kept.append(int(best))
+        width = np.minimum(corners[best, 2], corners[rest, 2]) - np.maximum(corners[best, 0], corners[rest, 0])
+        height = np.minimum(corners[best, 3], corners[rest, 3]) - np.maximum(corners[best, 1], corners[rest, 1])
+        overlap = np.maximum(0.0, width + edge) * np.maximum(0.0, height + edge)
+        union = areas[best] + areas[rest] - overlap
+        order = [int(i) for i in rest[overlap <= threshold * np.maximum(union, 1e-12)]]
+    return kept
 
 
 def sigmoid(value: float) -> float:

@@ -19,11 +19,13 @@ from typing import Any, Literal
 import numpy as np
 
 from facefusion_ui.faces.detection import Detection, non_max_suppression
-from facefusion_ui.faces.detector_scrfd import decode_scrfd, letterbox
-from facefusion_ui.types import Frame, Points
+from facefusion_ui.faces.detector_scrfd import decode_scrfd, grid_centers, grid_side, letterbox
+from facefusion_ui.types import Frame
 
 DetectorFamily = Literal["scrfd", "retinaface", "yolo_face", "yunet"]
 YUNET_STRIDES = (8, 16, 32)
+PIXEL_EDGE_FAMILIES: tuple[DetectorFamily, ...] = ("scrfd", "retinaface")
+"""The families whose reference NMS counts a box's edge pixels (``non_max_suppression``'s ``pixel_edges``)."""
 
 
 @dataclass(frozen=True)
@@ -59,23 +61,18 @@ def decode_yolo_face(output: np.ndarray, score_threshold: float) -> list[Detecti
     centre, half = rows[:, 0:2], rows[:, 2:4] / 2
     boxes = np.concatenate([centre - half, centre + half], axis=1)
     points = rows[:, 5:20].reshape(-1, 5, 3)[:, :, :2]
-    return _kept(boxes, rows[:, 4], points)
+    return _detections(boxes, rows[:, 4], points)
 
 
-def _grid(size: int, stride: int) -> Points:
-    cells = size // stride
-    ys, xs = np.mgrid[:cells, :cells]
-    return (np.stack([xs, ys], axis=-1).astype(np.float32) * stride).reshape(-1, 2)
-
-
-def decode_yunet(outputs: list[Any], size: int, score_threshold: float) -> list[Detection]:
+def decode_yunet(outputs: list[Any], score_threshold: float) -> list[Detection]:
+    """Boxes, scores and keypoints in input pixels; each level's cells on the grid its outputs have."""
     boxes, scores, points = [], [], []
     for index, stride in enumerate(YUNET_STRIDES):
         level = (np.asarray(outputs[index]) * np.asarray(outputs[index + 3])).reshape(-1)
         keep = np.where(level >= score_threshold)[0]
         if keep.size == 0:
             continue
-        cells = _grid(size, stride)[keep]
+        cells = grid_centers(grid_side(level.size, 1, stride), stride, 1)[keep]
         raw_box = np.asarray(outputs[index + 6], dtype=np.float32).reshape(-1, 4)[keep]
         raw_kps = np.asarray(outputs[index + 9], dtype=np.float32).reshape(-1, 5, 2)[keep]
         centre = raw_box[:, :2] * stride + cells
@@ -85,12 +82,24 @@ def decode_yunet(outputs: list[Any], size: int, score_threshold: float) -> list[
         points.append(raw_kps * stride + cells[:, None, :])
     if not boxes:
         return []
-    return _kept(np.concatenate(boxes), np.concatenate(scores), np.concatenate(points))
+    return _detections(np.concatenate(boxes), np.concatenate(scores), np.concatenate(points))
 
 
-def _kept(boxes: np.ndarray, scores: np.ndarray, points: np.ndarray) -> list[Detection]:
+def _detections(boxes: np.ndarray, scores: np.ndarray, points: np.ndarray) -> list[Detection]:
     boxes, scores, points = boxes.astype(np.float32), scores.astype(np.float32), points.astype(np.float32)
-    return [Detection(boxes[i], float(scores[i]), points[i]) for i in non_max_suppression(boxes, scores)]
+    return [Detection(boxes[i], float(scores[i]), points[i]) for i in range(len(boxes))]
+
+
+def suppressed(found: list[Detection], family: DetectorFamily) -> list[Detection]:
+    """``found`` (frame coordinates) after non-maximum suppression at 0.4 by the family's reference: SCRFD
+    and RetinaFace count a box's edge pixels (insightface's ``nms``, applied to the boxes already in the
+    frame's coordinates, as here); YOLO and YuNet do not (their NMS, and OpenCV's ``NMSBoxes``)."""
+    if not found:
+        return []
+    boxes = np.array([d.bbox for d in found], dtype=np.float32)
+    scores = np.array([d.score for d in found], dtype=np.float32)
+    kept = non_max_suppression(boxes, scores, 0.4, pixel_edges=family in PIXEL_EDGE_FAMILIES)
+    return [found[i] for i in kept]
 
 
 def detect_onnx(name: str, frame: Frame, session: Any, size: int, score_threshold: float) -> list[Detection]:
@@ -101,9 +110,10 @@ def detect_onnx(name: str, frame: Frame, session: Any, size: int, score_threshol
     if contract.family == "yolo_face":
         found = decode_yolo_face(outputs[0], score_threshold)
     elif contract.family == "yunet":
-        found = decode_yunet(outputs, size, score_threshold)
+        found = decode_yunet(outputs, score_threshold)
     else:
         if len(outputs) not in (6, 9):
             raise ValueError(f"an SCRFD-layout detector has 6 or 9 outputs, this one has {len(outputs)}")
-        found = decode_scrfd(outputs, size, score_threshold)
-    return [Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None) for d in found]
+        found = decode_scrfd(outputs, score_threshold)
+    in_frame = [Detection(d.bbox / scale, d.score, d.kps / scale if d.kps is not None else None) for d in found]
+    return suppressed(in_frame, contract.family)

@@ -8,12 +8,13 @@ stride units from the anchor centre.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import cv2
 import numpy as np
 
-from facefusion_ui.faces.detection import Detection, non_max_suppression
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.types import Frame, Points
 
 STRIDES = (8, 16, 32)
@@ -30,37 +31,41 @@ def letterbox(frame: Frame, size: int) -> tuple[Frame, float]:
     return canvas, scale
 
 
-def anchor_centers(size: int, stride: int) -> Points:
-    cells = size // stride
+def grid_side(count: int, anchors: int, stride: int) -> int:
+    """The side of the square grid an output of ``count`` rows (``anchors`` per cell) has at ``stride``:
+    read from the output itself, as the network made it (ceil(side / stride) for its padded
+    convolutions, which ``side // stride`` misses on a side that is not a multiple of the stride)."""
+    cells = math.isqrt(count // anchors)
+    if cells * cells * anchors != count:
+        raise ValueError(f"a stride-{stride} output of {count} rows is no square grid of {anchors} anchors per cell")
+    return cells
+
+
+def grid_centers(cells: int, stride: int, anchors: int) -> Points:
+    """Each cell's top-left corner in input pixels, row by row, repeated for the cell's ``anchors``."""
     ys, xs = np.mgrid[:cells, :cells]
     centers = (np.stack([xs, ys], axis=-1).astype(np.float32) * stride).reshape(-1, 2)
-    return np.repeat(centers, ANCHORS_PER_CELL, axis=0)
+    return np.repeat(centers, anchors, axis=0)
 
 
-def decode_scrfd(outputs: list[Any], size: int, score_threshold: float) -> list[Detection]:
-    """Boxes, scores and keypoints in letterbox coordinates, after non-maximum suppression."""
+def decode_scrfd(outputs: list[Any], score_threshold: float) -> list[Detection]:
+    """Every box above ``score_threshold`` with its score and keypoints, in letterbox coordinates (before
+    non-maximum suppression); each level's anchors on the grid its outputs have."""
     with_kps = len(outputs) == 9
-    boxes, scores, points = [], [], []
+    found: list[Detection] = []
     for index, stride in enumerate(STRIDES):
-        level_scores = np.asarray(outputs[index]).reshape(-1)
-        distances = np.asarray(outputs[index + 3]).reshape(-1, 4) * stride
-        centers = anchor_centers(size, stride)
+        level_scores = np.asarray(outputs[index], dtype=np.float32).reshape(-1)
+        distances = np.asarray(outputs[index + 3], dtype=np.float32).reshape(-1, 4) * stride
+        centers = grid_centers(grid_side(level_scores.size, ANCHORS_PER_CELL, stride), stride, ANCHORS_PER_CELL)
         keep = np.where(level_scores >= score_threshold)[0]
-        if keep.size == 0:
-            continue
-        c = centers[keep]
-        d = distances[keep]
-        boxes.append(np.stack([c[:, 0] - d[:, 0], c[:, 1] - d[:, 1], c[:, 0] + d[:, 2], c[:, 1] + d[:, 3]], axis=1))
-        scores.append(level_scores[keep])
+        c, d = centers[keep], distances[keep]
+        boxes = np.stack([c[:, 0] - d[:, 0], c[:, 1] - d[:, 1], c[:, 0] + d[:, 2], c[:, 1] + d[:, 3]], axis=1)
+        points = None
         if with_kps:
-            offsets = np.asarray(outputs[index + 6]).reshape(-1, 10)[keep].reshape(-1, 5, 2) * stride
-            points.append(c[:, None, :] + offsets)
-    if not boxes:
-        return []
-    all_boxes = np.concatenate(boxes).astype(np.float32)
-    all_scores = np.concatenate(scores).astype(np.float32)
-    all_points = np.concatenate(points).astype(np.float32) if with_kps else None
-    kept = non_max_suppression(all_boxes, all_scores)
-    return [
-        Detection(all_boxes[i], float(all_scores[i]), all_points[i] if all_points is not None else None) for i in kept
-    ]
+            offsets = np.asarray(outputs[index + 6], dtype=np.float32).reshape(-1, 10)[keep].reshape(-1, 5, 2)
+            points = c[:, None, :] + offsets * stride
+        found += [
+            Detection(boxes[i], float(level_scores[k]), None if points is None else points[i])
+            for i, k in enumerate(keep)
+        ]
+    return found

@@ -32,6 +32,8 @@ class Face:
     kps: Points
     detector: str
     landmarks_68: Points | None = None
+    landmarks_68_score: float | None = None
+    """How sure the landmarker is of ``landmarks_68`` (0..1: 2DFAN4's heatmap score); none when it says not."""
     mesh: FaceMesh | None = None
     """The face mesh (468 points and the irises), when requested."""
     embedding: Embedding | None = None

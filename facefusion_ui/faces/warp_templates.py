@@ -15,7 +15,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from facefusion_ui.faces.alignment import template_points
+from facefusion_ui.faces.alignment import AlignmentFit, similarity_fit, template_points
 from facefusion_ui.types import Frame, Matrix, Points
 
 WarpTemplate = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "mtcnn_512"]
@@ -70,18 +70,16 @@ def warp_points(template: WarpTemplate, size: int) -> Points:
     return points
 
 
-def template_matrix(kps: Points, template: WarpTemplate, size: int) -> Matrix:
-    """The similarity transform taking the face's 5 points onto the template in a ``size`` px crop."""
-    matrix, _ = cv2.estimateAffinePartial2D(
-        np.asarray(kps, dtype=np.float32), warp_points(template, size), method=cv2.LMEDS
-    )
-    if matrix is None:
-        raise ValueError("cannot align a face whose keypoints are degenerate")
-    return np.asarray(matrix, dtype=np.float64)
+def template_matrix(kps: Points, template: WarpTemplate, size: int, fit: AlignmentFit = "least_squares") -> Matrix:
+    """The similarity transform taking the face's 5 points onto the template in a ``size`` px crop
+    (``fit``: least squares, or LMEDS where the model's reference runs it: see ``similarity_fit``)."""
+    return similarity_fit(kps, warp_points(template, size), fit)
 
 
-def warp_to_template(frame: Frame, kps: Points, template: WarpTemplate, size: int) -> tuple[Frame, Matrix]:
+def warp_to_template(
+    frame: Frame, kps: Points, template: WarpTemplate, size: int, fit: AlignmentFit = "least_squares"
+) -> tuple[Frame, Matrix]:
     """The aligned ``size`` x ``size`` crop (BGR, as the frame) and the matrix that made it."""
-    matrix = template_matrix(kps, template, size)
+    matrix = template_matrix(kps, template, size, fit)
     crop = cv2.warpAffine(frame, matrix, (size, size), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE)
     return np.asarray(crop, dtype=np.uint8), matrix

@@ -18,6 +18,7 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.masks.maskers import AreaMasker, BoxMasker, MouthMasker, RegionMasker
+from facefusion_ui.masks.model_maskers import ParserRegionMasker, XsegOcclusionMasker
 from facefusion_ui.masks.occlusion import OcclusionMasker
 from facefusion_ui.masks.view import FaceView, Region, crop_view, region_view
 from facefusion_ui.state_manager import Settings
@@ -45,12 +46,28 @@ class Masker(Protocol):
 
 
 MaskerFactory = Callable[[Settings, ModelRuntime], Masker]
+
+
+def occlusion_masker(settings: Settings, runtime: ModelRuntime) -> Masker:
+    """The occlusion mask by ``face_occluder_model``: the embedded one (``mediapipe``) or an XSeg model."""
+    if settings.face_occluder_model == "mediapipe":
+        return OcclusionMasker(settings, runtime)
+    return XsegOcclusionMasker(settings, runtime)
+
+
+def region_masker(settings: Settings, runtime: ModelRuntime) -> Masker:
+    """The region mask by ``face_parser_model``: the embedded mesh's regions (``mediapipe``) or a BiSeNet."""
+    if settings.face_parser_model == "mediapipe":
+        return RegionMasker(settings, runtime)
+    return ParserRegionMasker(settings, runtime)
+
+
 MASKERS: Mapping[str, MaskerFactory] = MappingProxyType(
     {
         "box": BoxMasker,
-        "occlusion": OcclusionMasker,
+        "occlusion": occlusion_masker,
         "area": AreaMasker,
-        "region": RegionMasker,
+        "region": region_masker,
         "mouth": MouthMasker,
     }
 )

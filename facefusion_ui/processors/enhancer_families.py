@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import ModelError
+from facefusion_ui.faces.alignment import AlignmentFit
 from facefusion_ui.faces.warp_templates import WarpTemplate
 from facefusion_ui.types import Frame
 
@@ -28,6 +29,10 @@ class EnhancerContract:
     """On the [0, 1] RGB scale, the same for the three channels."""
     input_name: str = "input"
     weight_input: str | None = None
+    fit: AlignmentFit = "lmeds"
+    """How the five points are fitted to the template: LMEDS, as facexlib's ``FaceRestoreHelper`` aligns
+    faces for GFPGAN, CodeFormer and RestoreFormer++ (``align_warp_face``, ``method=cv2.LMEDS``).
+    FaceFusion aligns them by least squares like its swappers; the restorers' own path is kept."""
     channels: str = "rgb"
 
 

@@ -62,7 +62,7 @@ class FaceEnhancer:
         contract = enhancer_contract(self.model)
         size = contract.size
         for face in context.faces:
-            crop, matrix = warp_to_template(frame, face.kps, contract.template, size)
+            crop, matrix = warp_to_template(frame, face.kps, contract.template, size, contract.fit)
             enhanced = self.enhance_crop(crop)
             mixed = np.clip(enhanced.astype(np.float32) * weight + crop.astype(np.float32) * (1 - weight), 0, 255)
             mask = self.masks.crop_mask(frame, face, matrix, size)

@@ -22,6 +22,7 @@ from facefusion_ui.processors.swapper_families import (
     contract_for,
     convert_embedding,
     mean_normed,
+    mean_of_normed,
     source_crop,
     swap_crop,
 )
@@ -71,12 +72,17 @@ class LatentSwapper(Swapper[SourceLatent]):
         if contract.converter is not None:
             _, converter = self.runtime.onnx_session(contract.converter)
             return SourceLatent(convert_embedding(embeddings, converter, contract.source == "converted_normed"))
-        mean = mean_normed(embeddings)
         if contract.source == "arcface_normed":
-            return SourceLatent(mean)
+            # HyperSwap is FaceFusion's own model, and FaceFusion feeds it the average face's
+            # ``embedding_norm``: the mean of the photos' normed embeddings, not normed again
+            # (face_analyser.get_average_face, face_swapper prepare_source_embedding).
+            return SourceLatent(mean_of_normed(embeddings))
+        # inswapper as its authors' INSwapper.get: the normed embedding times emap, then normed; the
+        # mean of several photos is normed first, which the norm after emap makes no matter. (FaceFusion
+        # divides by the embedding's norm instead of the latent's: a scale insightface does not use.)
         spec = self.runtime.resolve(self.model)
         emap = read_emap(require_model(spec, self.runtime.folder))
-        return SourceLatent(source_latent(mean.reshape(-1), emap))
+        return SourceLatent(source_latent(mean_normed(embeddings).reshape(-1), emap))
 
     def swap_face(self, frame: Frame, face: Face, prepared: SourceLatent, settings: Settings) -> Frame | None:
         _, session = self.runtime.onnx_session(self.model)

@@ -4,7 +4,7 @@ Every family takes the target as ``target`` (1x3xSxS, RGB, ``(pixel / 255 - mean
 source as ``source``, which is one of:
 
 - ``inswapper_latent``: the normed ArcFace embedding times the model's ``emap``, normed (inswapper);
-- ``arcface_normed``: the normed ArcFace embedding (HyperSwap);
+- ``arcface_normed``: the normed ArcFace embedding; of several photos, the mean of theirs (HyperSwap);
 - ``converted``: the ArcFace embedding through an embedding converter (GHOST);
 - ``converted_normed``: the same, then normed (SimSwap, HifiFace);
 - ``source_crop``: the source face itself, aligned, RGB in [0, 1] (BlendSwap, UniFace).
@@ -155,9 +155,16 @@ def normed(vector: np.ndarray) -> np.ndarray:
     return result.astype(np.float32)
 
 
+def mean_of_normed(embeddings: Sequence[Embedding]) -> np.ndarray:
+    """The mean of the normed embeddings of every source photo (1x512; its norm is under 1 where they
+    differ)."""
+    mean: np.ndarray = np.mean(np.stack([normed(e).reshape(-1) for e in embeddings]), axis=0).reshape(1, -1)
+    return mean.astype(np.float32)
+
+
 def mean_normed(embeddings: Sequence[Embedding]) -> np.ndarray:
     """The normed mean of the normed embeddings of every source photo."""
-    return normed(np.mean(np.stack([normed(e).reshape(-1) for e in embeddings]), axis=0))
+    return normed(mean_of_normed(embeddings))
 
 
 def convert_embedding(embeddings: Sequence[Embedding], converter: Any, then_norm: bool) -> np.ndarray:

@@ -92,7 +92,7 @@ def _number_control(key: str, value: Any, label: str, info: str | None, fallback
     whole = _kind(key) == "int"
     elem_id = f"setting-{key}"
     if low is not None and high is not None and high - low <= SLIDER_SPAN and (value, fallback) != (None, None):
-        step = 1 if whole else round((high - low) / 100, 6)
+        step = getattr(setting_rule(key), "step", 1) if whole else round((high - low) / 100, 6)
         shown = fallback if value is None else value
         return gr.Slider(low, high, value=shown, step=step, label=label, info=info, elem_id=elem_id)
     if _optional(key):  # a number box cannot stay blank (it shows 0), and blank means none here

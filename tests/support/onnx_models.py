@@ -1,8 +1,11 @@
 """Small ONNX models in the real signatures, built with onnx.helper (no weights to download).
 
 - SCRFD-like detector: input 1x3xHxW, 9 outputs (scores, boxes, keypoints for strides 8/16/32, two
-  anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)).
-- ArcFace-like recognizer: 1x3x112x112 -> 1x512 (global average colour times a fixed matrix).
+  anchors per cell). It "detects" bright regions: score = sigmoid(12 * (mean pixel - 0.3)) of each
+  stride x stride cell, on a grid of ceil(side / stride) cells per side as the real network's padded
+  convolutions make it (a side that is not a multiple of 32 ends in a partial cell).
+- ArcFace-like recognizer: 1x3x112x112 -> 1x512 (the crop's colour averaged with a weight that grows
+  across the crop, times a fixed matrix: a shifted crop or a swapped channel gives another embedding).
 - inswapper-like swapper: target 1x3x128x128 + source 1x512 -> 1x3x128x128, with an ``emap``
   initializer last (the output is the target plus a colour shift from the latent).
 - GFPGAN-like enhancer: 1x3x512x512 -> 1x3x512x512 (identity scaled by 0.9).
@@ -51,7 +54,12 @@ def build_scrfd(path: Path) -> Path:
         s = str(stride)
         nodes += [
             helper.make_node(
-                "AveragePool", ["input.1"], [f"pool{s}"], kernel_shape=[stride, stride], strides=[stride, stride]
+                "AveragePool",
+                ["input.1"],
+                [f"pool{s}"],
+                kernel_shape=[stride, stride],
+                strides=[stride, stride],
+                ceil_mode=1,
             ),
             helper.make_node("ReduceMean", [f"pool{s}"], [f"mean{s}"], axes=[1], keepdims=1),
             helper.make_node("Sub", [f"mean{s}", "bias"], [f"centred{s}"]),
@@ -87,23 +95,36 @@ def recognizer_matrix() -> np.ndarray:
     return np.random.default_rng(7).normal(size=(3, 512)).astype(np.float32)
 
 
+def recognizer_weights() -> np.ndarray:
+    """Where the recognizer stand-in looks: each pixel's weight in the 112 px crop, growing to the right and
+    down, so that a crop shifted by a pixel (another template, another fit) gives another embedding."""
+    ys, xs = np.mgrid[:112, :112].astype(np.float32) / 111.0
+    weights: np.ndarray = (1.0 + 2.0 * xs + 3.0 * ys**2).astype(np.float32)
+    return weights
+
+
 def build_arcface(path: Path) -> Path:
+    """embedding = mean over the crop of (input x ``recognizer_weights``), per channel, @ the matrix."""
     graph = helper.make_graph(
         [
-            helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
+            helper.make_node("Mul", ["input", "weights"], ["weighted"]),
+            helper.make_node("GlobalAveragePool", ["weighted"], ["pooled"]),
             helper.make_node("Flatten", ["pooled"], ["flat"]),
             helper.make_node("MatMul", ["flat", "projection"], ["embedding"]),
         ],
         "arcface_like",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 112, 112])],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, 512])],
-        initializer=[_const("projection", recognizer_matrix())],
+        initializer=[
+            _const("weights", recognizer_weights().reshape(1, 1, 112, 112)),
+            _const("projection", recognizer_matrix()),
+        ],
     )
     return _save(graph, path)
 
 
 def swapper_emap() -> np.ndarray:
-    emap: np.ndarray = np.random.default_rng(11).normal(size=(512, 512)).astype(np.float32) / np.sqrt(512)
+    emap: np.ndarray = (np.random.default_rng(11).normal(size=(512, 512)) / np.sqrt(512)).astype(np.float32)
     return emap
 
 
@@ -304,5 +325,37 @@ def build_wav2lip(path: Path) -> Path:
             _const("low", np.array(0.0, np.float32)),
             _const("high", np.array(1.0, np.float32)),
         ],
+    )
+    return _save(graph, path)
+
+
+def build_xseg(path: Path) -> Path:
+    """XSeg-like occluder: ``input`` 1x256x256x3 (NHWC, BGR in [0, 1]) -> ``output`` 1x256x256x1 = the mean
+    of each pixel's three channels (bright reads as face, dark as what covers it)."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceMean", ["input"], ["output"], axes=[3], keepdims=1)],
+        "xseg_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 256, 256, 3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 256, 256, 1])],
+    )
+    return _save(graph, path)
+
+
+PARSER_CLASS_OF_RED, PARSER_CLASS_OF_BLUE = 1, 10
+
+
+def build_bisenet(path: Path) -> Path:
+    """BiSeNet-like face parser: ``input`` 1x3x512x512 (RGB, ImageNet-normalised) -> ``output`` 1x19x512x512
+    scores, all 0 but class 1 (skin) = the red input and class 10 (nose) = the blue input: a red pixel
+    parses as skin, a blue one as nose, a dark one as background (class 0)."""
+    weights = np.zeros((19, 3, 1, 1), np.float32)
+    weights[PARSER_CLASS_OF_RED, 0] = 1.0
+    weights[PARSER_CLASS_OF_BLUE, 2] = 1.0
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["input", "weights"], ["output"], kernel_shape=[1, 1])],
+        "bisenet_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 512, 512])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 19, 512, 512])],
+        initializer=[_const("weights", weights)],
     )
     return _save(graph, path)
