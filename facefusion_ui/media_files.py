@@ -39,6 +39,17 @@ def file_problem(path: Path) -> str | None:
     return None
 
 
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (through symlinks), or one file under two
+    names (a hard link)."""
+    if first.resolve() == second.resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist
+        return False
+
+
 def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
     """Validate the job's files before any work; returns the target's kind."""
     if not sources:
@@ -57,8 +68,11 @@ def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
         raise InputError(f"output {output} is a folder: give a file name inside it, e.g. {output / target.name}")
     if media_kind(output) != kind:
         raise InputError(f"output {output} must be {'an image' if kind == 'image' else 'a video'} like the target")
-    if output.resolve() == target.resolve():
+    if same_file(output, target):
         raise InputError(f"output {output} is the target itself: choose another output path")
+    for source in sources:
+        if same_file(output, source):
+            raise InputError(f"output {output} is the source photo {source} itself: choose another output path")
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"output folder {folder} does not exist: create it or choose another -o")

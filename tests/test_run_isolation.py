@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cv2
@@ -80,6 +81,64 @@ def test_a_second_run_on_the_same_output_is_refused_and_a_killed_holder_leaves_n
     completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["clip"]), "-o", str(output)])
     assert completed.returncode == 0, completed.stderr
     assert output.exists()
+
+
+def test_runs_with_different_homes_on_one_output_see_the_same_lock(
+    run_cli: RunCli, files: dict[str, Path], tmp_path: Path
+) -> None:
+    output, release = tmp_path / "out.mp4", tmp_path / "release"
+    args = [sys.executable, str(ROOT / "run.py"), "process", "-s", str(files["face"]), "-t", str(files["clip"])]
+    hold = {"FACEFUSION_UI_INJECT_FAULT": f"hold:chunk=1,until={release}", "FACEFUSION_UI_HOME": str(tmp_path / "a")}
+    first = subprocess.Popen(
+        [*args, "-o", str(output)], env={**os.environ, **hold}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not release.with_name("release.held").exists():  # the first run holds its output, in its first chunk
+            assert time.monotonic() < deadline and first.poll() is None, "the first run did not reach its chunk"
+            time.sleep(0.05)
+        second = run_cli(["process", *args[3:], "-o", str(output)], env={"FACEFUSION_UI_HOME": str(tmp_path / "b")})
+        one_line_error(second, f"another run (pid {first.pid}) is writing {output}: wait for it or choose another -o")
+    finally:
+        release.touch()
+        _, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert len(videos.decode_all(output)) == 10
+    assert not (tmp_path / ".out.mp4.lock").exists(), "the lock file is removed when the run lets go"
+
+
+@pytest.mark.parametrize("how", ["same path", "symlink", "hard link"])
+def test_an_output_that_is_a_source_photo_is_refused(
+    run_cli: RunCli, files: dict[str, Path], tmp_path: Path, how: str
+) -> None:
+    source = tmp_path / "face.png"
+    source.write_bytes(files["face"].read_bytes())
+    output = {"same path": source, "symlink": tmp_path / "link.png", "hard link": tmp_path / "hard.png"}[how]
+    if how == "symlink":
+        output.symlink_to(source)
+    elif how == "hard link":
+        output.hardlink_to(source)
+    before = source.read_bytes()
+    completed = run_cli(["process", "-s", str(source), "-t", str(files["target"]), "-o", str(output)])
+    one_line_error(completed, f"output {output} is the source photo {source} itself: choose another output path")
+    assert source.read_bytes() == before
+
+
+def test_batch_refuses_an_output_that_is_a_source_photo_even_with_overwrite(
+    run_cli: RunCli, files: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    source = out / "grace_swapped.jpg"  # the name batch add makes for the target grace.jpg
+    source.write_bytes(files["face"].read_bytes())
+    before = source.read_bytes()
+    add = ["batch", "add", "-s", str(source), "-t", str(files["target"]), "--output-dir", str(out), "--overwrite"]
+    listing = tmp_path / "jobs.json"
+    listing.write_text(json.dumps([{"sources": [str(source)], "target": str(files["target"]), "output": str(source)}]))
+    for completed in (run_cli(add), run_cli(["batch", "import", str(listing), "--overwrite"])):
+        assert completed.returncode == 2 and completed.stderr.count("\n") == 1, completed.stderr
+        assert f"output {source} is the source photo {source} itself" in completed.stderr
+    assert source.read_bytes() == before
 
 
 def test_the_lock_is_exclusive_within_a_process_too_and_released_after(tmp_path: Path) -> None:
