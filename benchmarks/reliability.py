@@ -291,16 +291,23 @@ def build_read_only_folder(shop: Workshop, folder: Path) -> Inputs:
     return inputs
 
 
-def build_full_folder(shop: Workshop, folder: Path) -> Inputs:
-    inputs = ordinary(shop, folder)
-    shop.mount_tmpfs(inputs.output.parent, "size=2m")
+def fill_up(folder: Path) -> Path:
+    """Write ``folder/filler.bin`` until its disk is full; returns the file (remove it to free the disk)."""
+    filler_path = folder / "filler.bin"
     try:
-        with (inputs.output.parent / "filler.bin").open("wb") as filler:
+        with filler_path.open("wb") as filler:
             while True:
                 filler.write(b"\0" * 65536)
                 filler.flush()
     except OSError:  # ENOSPC: the folder is full, as wanted
         pass
+    return filler_path
+
+
+def build_full_folder(shop: Workshop, folder: Path) -> Inputs:
+    inputs = ordinary(shop, folder)
+    shop.mount_tmpfs(inputs.output.parent, "size=2m")
+    fill_up(inputs.output.parent)
     return inputs
 
 

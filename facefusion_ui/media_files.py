@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, disk_full_named
 from facefusion_ui.types import Frame
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -99,7 +99,8 @@ def write_image(path: Path, image: Frame, quality: int) -> None:
         raise InputError(f"cannot encode {path.name}: choose a .jpg or .png output")
     temporary = path.with_name(f".{path.name}.part")
     try:
-        np.asarray(data).tofile(str(temporary))
+        with disk_full_named(path.parent):
+            temporary.write_bytes(np.asarray(data).tobytes())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

@@ -25,7 +25,7 @@ def lock_path_for(output: Path) -> Path:
     return resolved.with_name(f".{resolved.name}.lock")
 
 
-def _try_lock(handle: IO[str]) -> bool:
+def _try_lock(handle: IO[bytes]) -> bool:
     if sys.platform == "win32":
         import msvcrt
 
@@ -43,7 +43,7 @@ def _try_lock(handle: IO[str]) -> bool:
     return True
 
 
-def _still_named(path: Path, handle: IO[str]) -> bool:
+def _still_named(path: Path, handle: IO[bytes]) -> bool:
     """Whether ``path`` still names the file ``handle`` locked: the holder before removes the file after
     letting go, so a lock taken on the old file in between holds nothing."""
     try:
@@ -68,11 +68,12 @@ class OutputLock:
         self.output = output
         self.option = option
         self.path = lock_path_for(output)
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
 
     def acquire(self) -> None:
         while True:
-            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held until release)
+            # held until release; unbuffered, so a pid that a full disk refused is not written again at close
+            handle = open(self.path, "a+b", buffering=0)  # noqa: SIM115
             if not _try_lock(handle):
                 handle.close()
                 raise OutputBusyError(
@@ -85,8 +86,7 @@ class OutputLock:
         try:
             handle.seek(0)
             handle.truncate()
-            handle.write(str(os.getpid()))
-            handle.flush()
+            handle.write(str(os.getpid()).encode())
         except OSError:  # a full disk: the lock holds all the same, a refused run names pid "?"
             pass
         self._handle = handle

@@ -9,12 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import cv2
 import pytest
 
+from benchmarks.reliability import Skip, fill_up, workshop
 from facefusion_ui.errors import DiskFullError, FfmpegError, InputError
+from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.output_lock import OutputLock
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.probe import probe_video
@@ -209,6 +212,49 @@ def test_a_full_disk_is_one_plain_line_and_ffmpeg_s_words_stay_in_the_detail(fil
     assert "\n" not in str(error) and error.detail and "No space left on device" in error.detail
     other = ffmpeg_failure("joining failed", "Invalid data found when processing input", Path("/tmp"))
     assert type(other) is FfmpegError and "Invalid data" in str(other)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
+    """``small_tmpfs(name, size)`` mounts a tmpfs of ``size`` at ``tmp_path/name`` (unmounted after the test).
+    Mounting needs root, which CI has; elsewhere the test is skipped and says so."""
+    with workshop(tmp_path / "shop") as shop:
+
+        def mount(name: str, size: str) -> Path:
+            try:
+                shop.mount_tmpfs(tmp_path / name, f"size={size}")
+            except Skip as skip:
+                pytest.skip(str(skip))
+            return tmp_path / name
+
+        yield mount
+
+
+def test_a_full_home_is_one_line_and_the_queue_keeps_its_jobs(
+    run_cli: RunCli, files: dict[str, Path], tmp_path: Path, small_tmpfs: Callable[[str, str], Path]
+) -> None:
+    home = small_tmpfs("home", "4m")
+    env = {"FACEFUSION_UI_HOME": str(home)}
+    add = ["batch", "add", "-s", str(files["face"]), "-t", str(files["clip"]), "--output-dir", str(tmp_path / "out")]
+    assert run_cli(add, env=env).returncode == 0
+    filler = fill_up(home)
+    video = ["process", "-s", str(files["face"]), "-t", str(files["clip"]), "-o", str(tmp_path / "out" / "o.mp4")]
+    for args in (add, ["batch", "list"], ["batch", "run", "--until-empty"], ["batch", "retry", "1"], video):
+        line = one_line_error(run_cli(args, env=env), f"no space left in {home}")
+        assert "MiB free): free some space or choose another folder" in line, line
+    filler.unlink()
+    assert [(job.id, job.status) for job in JobStore(home / "jobs.db").jobs()] == [(1, "queued")]
+
+
+def test_an_image_output_on_a_full_disk_is_one_line(
+    run_cli: RunCli, files: dict[str, Path], small_tmpfs: Callable[[str, str], Path]
+) -> None:
+    out = small_tmpfs("out", "1m")
+    fill_up(out)
+    output = out / "swapped.jpg"
+    completed = run_cli(["process", "-s", str(files["face"]), "-t", str(files["target"]), "-o", str(output)])
+    one_line_error(completed, f"no space left in {out} (0 MiB free): free some space or choose another folder")
+    assert sorted(path.name for path in out.iterdir()) == ["filler.bin"]
 
 
 def test_cuda_asked_for_without_cuda_reports_what_ran_and_warns_once(
