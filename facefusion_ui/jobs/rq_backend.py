@@ -311,6 +311,9 @@ def run_worker(
     worker.log.addFilter(lines)
     try:
         worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
+    except SystemExit:  # RQ's cold shutdown: a second Ctrl-C
+        if not worker.signalled:
+            raise
     finally:
         worker.log.removeFilter(lines)
     return worker.signalled
