@@ -17,8 +17,10 @@ import pytest
 
 from benchmarks.reliability import Skip, fill_up, workshop
 from facefusion_ui.errors import DiskFullError, FfmpegError, InputError
+from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.store import JobStore
 from facefusion_ui.output_lock import OutputLock
+from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.probe import probe_video
 from tests.conftest import ROOT, RunCli
@@ -244,6 +246,41 @@ def test_a_full_home_is_one_line_and_the_queue_keeps_its_jobs(
         assert "MiB free): free some space or choose another folder" in line, line
     filler.unlink()
     assert [(job.id, job.status) for job in JobStore(home / "jobs.db").jobs()] == [(1, "queued")]
+
+
+def test_a_home_that_fills_under_a_running_worker_stops_it_with_one_line(
+    files: dict[str, Path], tmp_path: Path, small_tmpfs: Callable[[str, str], Path]
+) -> None:
+    home, release = small_tmpfs("home", "8m"), tmp_path / "release"
+    store = JobStore(home / "jobs.db")
+    job_id = store.add(make_payload([files["face"]], files["clip"], tmp_path / "out.mp4", Settings()))
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home), "FACEFUSION_UI_INJECT_FAULT": f"hold:chunk=1,until={release}"}
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), "batch", "run", "--until-empty"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not release.with_name("release.held").exists():  # the job runs, in its first chunk
+            assert time.monotonic() < deadline and worker.poll() is None, "the job did not start"
+            time.sleep(0.05)
+        filler = fill_up(home)
+    finally:
+        release.touch()
+        _, stderr = worker.communicate(timeout=300)
+    assert "Traceback" not in stderr, stderr
+    filler.unlink()
+    job = store.get(job_id)
+    if worker.returncode == 2:  # the queue could not record the failure: the worker stopped, the job stays
+        assert stderr.strip().splitlines()[-1].startswith(f"error: no space left in {home}"), stderr
+        assert job.status in ("running", "queued"), job
+    else:  # the queue recorded it: retried, then failed with the line
+        assert worker.returncode == 0 and job.status == "failed", (worker.returncode, stderr, job)
+        assert job.last_error is not None and job.last_error.startswith(f"no space left in {home}"), job
 
 
 def test_an_image_output_on_a_full_disk_is_one_line(
