@@ -162,14 +162,21 @@ def test_an_idle_worker_waits_for_redis_and_ctrl_c_ends_it_with_130(tmp_path: Pa
     server = start_redis(port, tmp_path)
     connection = Redis(port=port)
     worker = start_worker(f"redis://127.0.0.1:{port}/0", private_home)
+    lost = f"lost the connection to Redis at redis://127.0.0.1:{port}/0; retrying in "
+
+    def said_lost(times: int) -> bool:
+        return worker_log(private_home).read_text().count(lost) >= times
+
     try:
         idle = lambda: any(w.get_state() == "idle" for w in RqWorker.all(connection=connection))  # noqa: E731
         wait_until(idle, 120, "the worker did not start listening")
         stop_redis(server)
-        lost = f"lost the connection to Redis at redis://127.0.0.1:{port}/0; retrying in "
-        wait_until(lambda: lost in worker_log(private_home).read_text(), 60, "the worker did not say Redis is away")
+        wait_until(lambda: said_lost(1), 60, "the worker did not say Redis is away")
         server = start_redis(port, tmp_path)
         wait_until(idle, 120, "the worker did not listen again")
+        said = worker_log(private_home).read_text().count(lost)
+        stop_redis(server)  # away again, and Ctrl-C meanwhile
+        wait_until(lambda: said_lost(said + 1), 60, "the worker did not say Redis is away again")
         worker.send_signal(signal.SIGINT)
         assert worker.wait(timeout=60) == 130
     finally:

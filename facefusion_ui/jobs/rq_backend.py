@@ -188,7 +188,11 @@ class SteadyScheduler(RQScheduler):
                 super().work()
                 return
             except LOST:
-                time.sleep(wait)
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline:
+                    if self._stop_requested:  # stopped while Redis is away: its locks expire by themselves
+                        return
+                    time.sleep(0.1)
                 wait = min(wait * 2, MAX_WAIT_S)
 
 
@@ -202,8 +206,9 @@ class RetryLines(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if "could not connect to Redis instance" not in str(record.msg):
             return True
-        wait = record.args[-1] if isinstance(record.args, tuple) and record.args else 1
-        print(lost_line(self.connection, float(wait)), file=sys.stderr, flush=True)  # type: ignore[arg-type]
+        if threading.current_thread() is threading.main_thread():  # the listening loop, not its pubsub thread
+            wait = record.args[-1] if isinstance(record.args, tuple) and record.args else 1
+            print(lost_line(self.connection, float(wait)), file=sys.stderr, flush=True)  # type: ignore[arg-type]
         return False
 
 
@@ -229,6 +234,12 @@ class WarmWorker(SimpleWorker):
             super().heartbeat(timeout, pipeline)
         except LOST:  # the next turn of the loop waits for Redis
             logger.debug("worker heartbeat missed: Redis is away", exc_info=True)
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        except LOST:  # stopped while Redis is away: its record of this worker expires by itself
+            logger.debug("worker not unregistered: Redis is away", exc_info=True)
 
     def _start_scheduler(
         self, burst: bool = False, logging_level: str | None = "INFO", date_format: str = "", log_format: str = ""
