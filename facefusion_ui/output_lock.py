@@ -5,7 +5,7 @@ points to), locked with ``fcntl.flock`` (Linux, macOS) or ``msvcrt.locking`` (Wi
 that path sees it, whatever its ``FACEFUSION_UI_HOME``. The operating system drops the lock when the
 process ends, however it ends, so a run killed with SIGKILL leaves no stale lock and the next run resumes
 as before. The holder writes its pid into the file so that a refused run can name it, and removes the
-file when it lets go (a killed run leaves the empty file; the next run takes it over).
+file when it lets go (a killed run leaves the file behind, unlocked; the next run takes it over).
 """
 
 from __future__ import annotations
