@@ -7,7 +7,8 @@ FACEFUSION_UI_HOME whose queue also holds good jobs. Prints one row per case and
 good job completed. Exit code 1 when a case shows a traceback or an internal error, exit 1 for a user
 mistake, a lost, mixed or stray output, or when a good job did not complete.
 
-The cases that need root (a read-only mount, a full tmpfs) say why they were skipped elsewhere.
+The cases that need root (a read-only mount, a full tmpfs as the output folder or as FACEFUSION_UI_HOME) say
+why they were skipped elsewhere.
 
 Run: ``.venv/bin/python benchmarks/reliability.py [--parallel N] [--keep]``.
 """
@@ -86,6 +87,8 @@ class Inputs:
     sources: tuple[Path, ...]
     target: Path
     output: Path
+    home: Path | None = None
+    """A FACEFUSION_UI_HOME of the case's own (else the path's shared one)."""
 
 
 @dataclass(frozen=True)
@@ -291,17 +294,47 @@ def build_read_only_folder(shop: Workshop, folder: Path) -> Inputs:
     return inputs
 
 
-def build_full_folder(shop: Workshop, folder: Path) -> Inputs:
-    inputs = ordinary(shop, folder)
-    shop.mount_tmpfs(inputs.output.parent, "size=2m")
+def fill_up(folder: Path) -> Path:
+    """Write ``folder/filler.bin`` until its disk is full; returns the file (remove it to free the disk)."""
+    filler_path = folder / "filler.bin"
     try:
-        with (inputs.output.parent / "filler.bin").open("wb") as filler:
+        with filler_path.open("wb") as filler:
             while True:
                 filler.write(b"\0" * 65536)
                 filler.flush()
     except OSError:  # ENOSPC: the folder is full, as wanted
         pass
+    return filler_path
+
+
+def build_full_folder(shop: Workshop, folder: Path) -> Inputs:
+    inputs = ordinary(shop, folder)
+    shop.mount_tmpfs(inputs.output.parent, "size=2m")
+    fill_up(inputs.output.parent)
     return inputs
+
+
+def build_full_home(shop: Workshop, folder: Path) -> Inputs:
+    inputs = ordinary(shop, folder)
+    home = folder / "home"
+    shop.mount_tmpfs(home, "size=2m")
+    fill_up(home)
+    return Inputs(inputs.sources, inputs.target, inputs.output, home)
+
+
+def source_as_output(link: Callable[[Path, Path], None] | None) -> Callable[[Workshop, Path], Inputs]:
+    """A photo job whose output is its source photo, or (``link``) another name of it."""
+
+    def build(shop: Workshop, folder: Path) -> Inputs:
+        inputs = photo_job(shop, folder)
+        source = folder / "face.jpg"
+        shutil.copyfile(shop.face, source)
+        output = source if link is None else folder / "out" / "face_link.jpg"
+        if link is not None:
+            link(source, output)
+        return Inputs((source,), inputs.target, output)
+
+    return build
 
 
 def tiny_frames(index: int) -> np.ndarray:
@@ -331,6 +364,9 @@ CASES: tuple[Case, ...] = (
     Case("output is a directory", "refused", build_output_is_folder, ("folder", "directory")),
     Case("read-only output folder", "refused", build_read_only_folder, ("read-only", "cannot write")),
     Case("full output folder", "refused", build_full_folder, ("space", "full"), user_mistake=False),
+    Case("full FACEFUSION_UI_HOME", "refused", build_full_home, ("space",), user_mistake=False),
+    Case("output = a source photo", "refused", source_as_output(None), ("source photo",)),
+    Case("output = a hard link to a source", "refused", source_as_output(os.link), ("source photo",)),
 )
 GOOD_JOBS: tuple[tuple[str, Callable[[Workshop, Path], Inputs]], ...] = (
     ("good clip A", lambda shop, folder: ordinary(shop, folder, "good_a.mp4")),
@@ -505,7 +541,9 @@ def run_process_case(shop: Workshop, case: Case) -> Outcome:
     sources = [arg for source in inputs.sources for arg in ("-s", str(source))]
     started = time.perf_counter()
     completed = cli(
-        ["process", *sources, "-t", str(inputs.target), "-o", str(inputs.output)], shop.root / "home-process", shop.root
+        ["process", *sources, "-t", str(inputs.target), "-o", str(inputs.output)],
+        inputs.home or shop.root / "home-process",
+        shop.root,
     )
     seconds = time.perf_counter() - started
     kind, detail = classify_process(completed.returncode, completed.stderr, inputs, before)
@@ -547,7 +585,7 @@ def queue_one(shop: Workshop, name: str, build: Callable[[Workshop, Path], Input
         return Queued(name, case, str(skip), None, 0, "", 0.0)
     before = snapshot(inputs)
     started = time.perf_counter()
-    added = add_job(shop, inputs, shop.root / "home-batch")
+    added = add_job(shop, inputs, inputs.home or shop.root / "home-batch")
     return Queued(name, case, inputs, before, added.returncode, added.stderr, time.perf_counter() - started)
 
 

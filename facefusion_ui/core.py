@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, disk_full_named
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.job import ProcessResult, RunContext, SwapJob
@@ -50,7 +50,7 @@ def process_video(job: SwapJob, context: RunContext | None = None) -> ProcessRes
     if check_paths(job.sources, job.target, job.output) != "video":
         raise InputError(f"{job.target} is not a video: use process() for images")
     runtime = context.runtime or ModelRuntime.create(job.settings)
-    with OutputLock(job.output):
+    with OutputLock(job.output), disk_full_named(job.output.parent):  # the work folder's disk is named too
         runtime.warn_unusable_providers()
         return VideoRun(job, context, runtime).run()
 

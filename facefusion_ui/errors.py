@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -122,9 +126,40 @@ class FfmpegError(FacefusionError):
 
 
 class DiskFullError(FfmpegError):
-    """The disk of the output or work folder is full; the line names the folder and its free space."""
+    """The disk of the output, work or data folder is full; the line names the folder and its free space."""
 
     exit_code = 2
+
+    @classmethod
+    def in_folder(cls, folder: Path, detail: str | None = None) -> DiskFullError:
+        free = free_mib(folder)
+        return cls(f"no space left in {folder} ({free} MiB free): free some space or choose another folder", detail)
+
+
+def free_mib(folder: Path) -> int:
+    """Free MiB on the disk of ``folder`` (0 when it cannot be asked)."""
+    try:
+        return shutil.disk_usage(folder).free // 2**20
+    except OSError:
+        return 0
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """An OSError that says the disk (or the user's quota) is full."""
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextlib.contextmanager
+def disk_full_named(folder: Path) -> Iterator[None]:
+    """A full disk inside becomes a DiskFullError naming the folder of the file that could not be written
+    (``folder`` when the error names no file)."""
+    try:
+        yield
+    except OSError as error:
+        if not is_disk_full(error):
+            raise
+        written = Path(error.filename).parent if isinstance(error.filename, str) else folder
+        raise DiskFullError.in_folder(written, str(error)) from error
 
 
 class JobError(FacefusionError):

@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, disk_full_named
 from facefusion_ui.types import Frame
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
@@ -40,6 +40,17 @@ def file_problem(path: Path) -> str | None:
     return None
 
 
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (through symlinks), or one file under two
+    names (a hard link)."""
+    if first.resolve() == second.resolve():
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist
+        return False
+
+
 def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
     """Validate the job's files before any work; returns the target's kind."""
     if not sources:
@@ -62,8 +73,14 @@ def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
         raise InputError(
             f"output {output} must be {'an image' if kind == 'image' else 'a video'} like the target", paths=(output,)
         )
-    if output.resolve() == target.resolve():
+    if same_file(output, target):
         raise InputError(f"output {output} is the target itself: choose another output path", paths=(output,))
+    for source in sources:
+        if same_file(output, source):
+            raise InputError(
+                f"output {output} is the source photo {source} itself: choose another output path",
+                paths=(output, source),
+            )
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"output folder {folder} does not exist: create it or choose another -o")
@@ -90,7 +107,8 @@ def write_image(path: Path, image: Frame, quality: int) -> None:
         raise InputError(f"cannot encode {path.name}: choose a .jpg or .png output")
     temporary = path.with_name(f".{path.name}.part")
     try:
-        np.asarray(data).tofile(str(temporary))
+        with disk_full_named(path.parent):
+            temporary.write_bytes(np.asarray(data).tobytes())
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

@@ -155,6 +155,39 @@ def test_an_existing_file_is_kept_unless_overwrite(files: dict[str, Path], tmp_p
     assert JobStore().jobs()[-1].payload["output"] == str(out / "grace_swapped.png")
 
 
+def test_a_file_that_appears_at_a_queued_job_s_output_is_kept(
+    files: dict[str, Path], tmp_path: Path, run_cli: RunCli
+) -> None:
+    out = tmp_path / "out"
+    made, chosen = out / "grace_swapped.png", out / "chosen.png"
+    add = ["batch", "add", "-s", str(files["face"]), "-t", str(files["target"]), "--output-dir", str(out)]
+    assert run_cli(add).returncode == 0
+    listing = tmp_path / "jobs.json"
+    listing.write_text(
+        json.dumps([{"sources": [str(files["face"])], "target": str(files["target"]), "output": str(chosen)}])
+    )
+    assert run_cli(["batch", "import", str(listing)]).returncode == 0
+    for path in (made, chosen):  # after batch add, before the jobs start
+        path.write_bytes(b"a file of someone else's")
+    worker = run_cli(["batch", "run", "--until-empty"], timeout=DEADLINE_S)
+    assert worker.returncode == 0 and "Traceback" not in worker.stderr, worker.stderr
+    assert made.read_bytes() == chosen.read_bytes() == b"a file of someone else's"
+    store = JobStore()
+    stepped, refused = store.jobs()
+    assert stepped.status == "completed" and stepped.result is not None
+    assert (
+        stepped.result["output"] == str(out / "grace_swapped-2.png")
+        and cv2.imread(stepped.result["output"]) is not None
+    )
+    log = (store.path.parent / "jobs" / str(stepped.id) / "job.log").read_text()
+    assert "grace_swapped.png appeared after the job was queued and is kept: writing grace_swapped-2.png instead" in log
+    assert refused.status == "failed" and refused.attempts == 1
+    assert refused.last_error == (
+        f"output {chosen} appeared after the job was queued and is kept: choose another output, "
+        "or queue the job again with --overwrite to replace it"
+    )
+
+
 # a closed stdout ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("big", [False, True], ids=["small-output", "big-output"])
 def test_a_closed_stdout_is_not_an_error(files: dict[str, Path], big: bool, private_home: Path) -> None:

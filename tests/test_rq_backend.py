@@ -22,7 +22,7 @@ from rq import Worker as RqWorker
 from facefusion_ui.errors import JobError
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
-from facefusion_ui.jobs.rq_backend import RqBackend, job_folder
+from facefusion_ui.jobs.rq_backend import RqBackend, job_folder, resume_note
 from facefusion_ui.state_manager import Settings
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -36,25 +36,35 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    port = free_port()
+def start_redis(port: int, folder: Path | None = None) -> subprocess.Popen[bytes]:
+    """redis-server on ``port``, answering when this returns; with ``folder`` it saves its data there when
+    stopped (SIGTERM) and loads it when started again, as a server with persistence does."""
+    keep = ["--dir", str(folder), "--save", "3600 1"] if folder is not None else ["--save", ""]
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", *keep, "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )
-    url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 20
     while True:
         try:
-            Redis.from_url(url).ping()
-            break
+            Redis(port=port).ping()
+            return server
         except Exception:
-            assert time.monotonic() < deadline, "redis-server did not start"
+            assert time.monotonic() < deadline and server.poll() is None, "redis-server did not start"
             time.sleep(0.1)
-    yield url
+
+
+def stop_redis(server: subprocess.Popen[bytes]) -> None:
     server.terminate()
-    server.wait(timeout=10)
+    server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    port = free_port()
+    server = start_redis(port)
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_redis(server)
 
 
 @pytest.fixture
@@ -134,11 +144,77 @@ def test_two_workers_one_killed_every_job_completes_once(
                 worker.wait(timeout=60)
     for job_id in ids:
         assert backend.log(job_id).count("completed:") == 1, backend.log(job_id)
+    assert "not on storage shared" not in backend.log(victim)  # they are: the resume found its chunk
     resumed = backend.get(victim)
     assert kept == 1 and resumed.attempts == 2
     assert resumed.result is not None and resumed.result["chunks_skipped"] == kept
     for index in range(6):
         assert len(videos.decode_all(tmp_path / f"out{index}.mp4")) == 50
+
+
+def worker_log(home: Path) -> Path:
+    (log,) = home.glob("worker-*.log")
+    return log
+
+
+def test_an_idle_worker_waits_for_redis_and_ctrl_c_ends_it_with_130(tmp_path: Path, private_home: Path) -> None:
+    port = free_port()
+    server = start_redis(port, tmp_path)
+    connection = Redis(port=port)
+    worker = start_worker(f"redis://127.0.0.1:{port}/0", private_home)
+    lost = f"lost the connection to Redis at redis://127.0.0.1:{port}/0; retrying in "
+
+    def said_lost(times: int) -> bool:
+        return worker_log(private_home).read_text().count(lost) >= times
+
+    try:
+        idle = lambda: any(w.get_state() == "idle" for w in RqWorker.all(connection=connection))  # noqa: E731
+        wait_until(idle, 120, "the worker did not start listening")
+        stop_redis(server)
+        wait_until(lambda: said_lost(1), 60, "the worker did not say Redis is away")
+        server = start_redis(port, tmp_path)
+        wait_until(idle, 120, "the worker did not listen again")
+        said = worker_log(private_home).read_text().count(lost)
+        stop_redis(server)  # away again, and Ctrl-C meanwhile
+        wait_until(lambda: said_lost(said + 1), 60, "the worker did not say Redis is away again")
+        worker.send_signal(signal.SIGINT)
+        assert worker.wait(timeout=60) == 130
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        stop_redis(server)
+    text = worker_log(private_home).read_text()
+    assert "Traceback" not in text and "could not connect" not in text, text
+
+
+def test_a_busy_worker_waits_for_redis_and_its_job_completes(face: Path, tmp_path: Path, private_home: Path) -> None:
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_redis(port, tmp_path)
+    backend = RqBackend.connect(url)
+    clip = videos.write_video(tmp_path / "clip.mp4", videos.moving_face(160, 120, 50), 50)
+    job_id = backend.add(make_payload([face], clip, tmp_path / "out.mp4", CHUNKED))
+    release = tmp_path / "release"
+    worker = start_worker(url, private_home, hold=f"hold:chunk=2,until={release}")
+    try:
+        wait_until(release.with_name("release.held").exists, 240, "the job did not reach its second chunk")
+        stop_redis(server)  # under the busy worker, held in the job's second chunk
+        lost = f"lost the connection to Redis at {url}; retrying in "
+        wait_until(lambda: lost in worker_log(private_home).read_text(), 60, "the worker did not say Redis is away")
+        server = start_redis(port, tmp_path)  # on the same port, with the data it saved
+        release.touch()
+        wait_until(lambda: backend.get(job_id).status == "completed", 300, "the job did not complete")
+        target = tmp_path / "grace.png"
+        cv2.imwrite(str(target), media.grace_hopper())
+        later = backend.add(make_payload([face], target, tmp_path / "later.png", Settings()))
+        wait_until(lambda: backend.get(later).status == "completed", 300, "no job was taken after Redis came back")
+        assert backend.get(job_id).attempts == 1
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.wait(timeout=60)
+        stop_redis(server)
+    assert "Traceback" not in worker_log(private_home).read_text()
+    assert len(videos.decode_all(tmp_path / "out.mp4")) == 50
 
 
 def test_bad_input_fails_once_and_cli_lists_the_same_jobs(
@@ -203,3 +279,10 @@ def test_made_output_names_step_aside_in_redis_too(backend: RqBackend, face: Pat
     assert outputs == ["grace_swapped.png", "grace_swapped-2.png"]
     with pytest.raises(JobError, match="already the output of job"):
         claim_output(backend, payload)
+
+
+def test_the_resume_note_blames_storage_only_without_an_earlier_log() -> None:
+    assert resume_note(1, earlier_log=False) is None
+    assert resume_note(2, earlier_log=True) is None  # a worker died before its first chunk: same storage
+    note = resume_note(2, earlier_log=False)
+    assert note is not None and "not on storage shared by the workers" in note

@@ -17,8 +17,10 @@ def run_worker_command(args: argparse.Namespace) -> int:
     if is_redis_url(args.backend):
         from facefusion_ui.jobs.rq_workers import run_rq_workers
 
-        run_rq_workers(args.backend, settings, concurrency=args.concurrency, gpu_id=args.gpu_id, burst=args.burst)
-        return 0
+        stopped = run_rq_workers(
+            args.backend, settings, concurrency=args.concurrency, gpu_id=args.gpu_id, burst=args.burst
+        )
+        return 130 if stopped else 0
     if args.backend != "sqlite":
         raise UsageError(f"unknown backend '{args.backend}': use sqlite or redis://HOST:PORT/DB")
     args.until_empty, args.notify, args.on_complete, args.lease_seconds = args.burst, False, None, 30.0

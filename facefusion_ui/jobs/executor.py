@@ -1,5 +1,6 @@
-"""One job, whichever queue it came from: unpack the payload, log, watch for a stop, report progress,
-run ``core.process`` and sort the outcome (completed, stopped, failed for good, failed but worth a retry).
+"""One job, whichever queue it came from: unpack the payload, check its output again (a file that
+appeared at its name since it was queued is kept), log, watch for a stop, report progress, run
+``core.process`` and sort the outcome (completed, stopped, failed for good, failed but worth a retry).
 
 The backends keep only their own bookkeeping: the SQLite worker its lease and heartbeat, the RQ worker
 its job meta. A backend's ``check`` (called every ``check_every_s`` while the job runs) says whether the
@@ -23,6 +24,7 @@ from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.jobs.log import JobLog
+from facefusion_ui.jobs.outputs import output_at_start
 from facefusion_ui.jobs.payload import payload_parts
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
@@ -88,7 +90,10 @@ def execute_job(
     watcher = threading.Thread(target=watch, args=(hooks, stop, done), name="job-watch", daemon=True)
     watcher.start()
     try:
-        sources, target, output, settings = payload_parts(payload)
+        sources, target, _, settings = payload_parts(payload)
+        output, moved = output_at_start(payload)
+        if moved is not None:
+            log.write(moved)
         log.write(
             f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
             f"preset {settings.preset}; processors {', '.join(settings.processors)}"

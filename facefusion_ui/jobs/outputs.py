@@ -4,11 +4,13 @@ A name the tool makes itself (``batch add --output-dir``) steps aside: ``clip_sw
 live job or by an existing file becomes ``clip_swapped-2.mp4``, ``-3``... An output the user chose
 (``batch import``) is refused when a live job writes it or when the file exists, unless ``overwrite``.
 The choice and the insert are one write transaction in the SQLite queue, so two ``batch add`` processes
-never get the same name.
+never get the same name. The payload records whether the tool made the name and whether ``overwrite`` was
+asked for, so that a job checks its output again when it starts (``output_at_start``).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -68,8 +70,26 @@ def claim_output(
     def choose(live: LiveOutputs) -> str:
         return str(choose_output(wanted, live, made, overwrite))
 
-    job_id, output = queue.add_claiming(payload, priority, choose)
+    job_id, output = queue.add_claiming({**payload, "output_made": made, "overwrite": overwrite}, priority, choose)
     return job_id, Path(output)
+
+
+def output_at_start(payload: dict[str, Any]) -> tuple[Path, str | None]:
+    """The output a queued job writes, checked again as it starts, and a line for its log when it is not
+    the one queued. A file at that name now is not the job's (its own work is in its job folder until the
+    end), and is kept: a name the tool made steps aside to the next free one, a name given explicitly fails
+    the job (InputError), unless ``overwrite`` was asked for. Payloads queued without the record (older
+    ones, or added by code) count as names given explicitly."""
+    wanted = Path(payload["output"])
+    if payload.get("overwrite") or not os.path.lexists(wanted):
+        return wanted, None
+    if not payload.get("output_made"):
+        raise InputError(
+            f"output {wanted} appeared after the job was queued and is kept: choose another output, "
+            "or queue the job again with --overwrite to replace it"
+        )
+    chosen = choose_output(wanted, {}, made=True, overwrite=False)
+    return chosen, f"{wanted.name} appeared after the job was queued and is kept: writing {chosen.name} instead"
 
 
 def prepare_output_dir(folder: Path, option: str) -> None:

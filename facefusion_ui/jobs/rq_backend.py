@@ -9,13 +9,18 @@
   its log says so.
 - Bad input fails at once (no retry); transient errors (out of memory, ffmpeg, I/O) are retried 3 times
   with growing waits; cancel works for queued and running jobs.
+- When Redis goes away a worker says so in one line and waits for it, each wait twice the last (up to
+  30 s): an idle worker (and its scheduler) goes on listening once Redis is back, a busy one goes on with
+  its job (progress reports wait for Redis) and records the outcome once Redis answers again.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
+import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,10 +29,13 @@ from facefusion_ui.errors import DependencyError, JobError
 
 try:
     from redis import Redis
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
     from rq import Queue, Retry, SimpleWorker, get_current_job
     from rq.job import Job as RqJob
     from rq.job import JobStatus as RqStatus
     from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+    from rq.scheduler import RQScheduler
 except ModuleNotFoundError as missing:  # the optional 'redis' extra is not installed
     raise DependencyError(
         f"the Redis backend needs the package '{missing.name}', which is not installed: "
@@ -47,6 +55,9 @@ logger = logging.getLogger(__name__)
 QUEUE_NAMES = ("facefusion_ui-high", "facefusion_ui-default", "facefusion_ui-low")
 RETRY_WAITS_S = [5, 15, 45]
 KEEP_S = 7 * 24 * 3600
+LOST = (RedisConnectionError, RedisTimeoutError)
+"""What redis-py raises when the server is away."""
+MAX_WAIT_S = 30.0
 current_runtimes: contextvars.ContextVar[WarmRuntimes] = contextvars.ContextVar("facefusion_ui_runtimes")
 """The worker's warm models, visible to the job function it is running."""
 current_hold: contextvars.ContextVar[ChunkHold | None] = contextvars.ContextVar("facefusion_ui_hold", default=None)
@@ -61,31 +72,82 @@ def job_folder(job_id: str) -> Path:
     return home_dir() / "jobs" / f"rq-{job_id}"
 
 
+def address_of(connection: Redis) -> str:
+    """``redis://HOST:PORT/DB`` of a connection, without its password."""
+    kwargs = connection.connection_pool.connection_kwargs
+    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+def lost_line(connection: Redis, wait_s: float) -> str:
+    return f"lost the connection to Redis at {address_of(connection)}; retrying in {wait_s:g} s"
+
+
+def until_reachable(connection: Redis) -> None:
+    """Return once Redis answers; while it does not, say so in one line and wait, each wait twice the
+    last (up to ``MAX_WAIT_S``)."""
+    wait = 1.0
+    while True:
+        try:
+            connection.ping()
+            return
+        except LOST:
+            print(lost_line(connection, wait), file=sys.stderr, flush=True)
+            time.sleep(wait)
+            wait = min(wait * 2, MAX_WAIT_S)
+
+
+def save_meta(job: RqJob) -> None:
+    """``job.save_meta()``, waiting for Redis when it is away."""
+    while True:
+        try:
+            job.save_meta()
+            return
+        except LOST:
+            until_reachable(job.connection)
+
+
+def resume_note(attempt: int, earlier_log: bool) -> str | None:
+    """What the job log says at the start of an attempt about the earlier ones' work: nothing on a first
+    attempt or when an earlier attempt's log is here (its finished chunks, if any, are too)."""
+    if attempt <= 1 or earlier_log:
+        return None
+    return (
+        "no job folder from the earlier attempt here: starting from the first chunk "
+        "(job folders are not on storage shared by the workers)"
+    )
+
+
 # The job function (runs inside a worker) ----------------------------------------------------------------------
 def run_job(payload: dict[str, Any]) -> dict[str, Any] | None:
     job = get_current_job()
     assert job is not None
     folder = job_folder(job.id)
+    earlier_log = (folder / "job.log").exists()
     log = JobLog(folder / "job.log")
     attempt = int(job.meta.get("attempts", 0)) + 1
     job.meta.update({"attempts": attempt, "status_line": "running", "last_error": None})
-    job.save_meta()
+    save_meta(job)
     log.write(f"attempt {attempt} on {job.worker_name}")
-    if attempt > 1 and not (folder / "work" / "manifest.json").exists():
-        log.write(
-            "no chunk manifest from the earlier attempt here: starting from the first chunk "
-            "(job folders are not on storage shared by the workers)"
-        )
+    note = resume_note(attempt, earlier_log)
+    if note is not None:
+        log.write(note)
 
     def report(state: dict[str, Any]) -> None:
         job.meta.update(
             {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunk", "chunks_total", "eta_s")}
         )
         job.meta["status_line"] = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
-        job.save_meta()
+        try:
+            job.save_meta()
+        except LOST:  # the job goes on; the next report after Redis is back carries the progress
+            logger.debug("progress not saved: Redis is away", exc_info=True)
 
     def check() -> StopReason | None:
-        return "cancelled" if job.get_meta(refresh=True).get("cancel_requested") else None
+        try:
+            return "cancelled" if job.get_meta(refresh=True).get("cancel_requested") else None
+        except LOST:
+            until_reachable(job.connection)  # the job goes on meanwhile
+            return None
 
     hooks = JobHooks(report, check, check_every_s=1.0)
     runtimes = current_runtimes.get(None) or WarmRuntimes(limit=1)  # a plain RQ worker: models per job
@@ -104,22 +166,104 @@ def record(job: RqJob, log: JobLog, run: JobResult) -> dict[str, Any] | None:
     elif run.transient and run.exception is not None:
         log.write(f"error (will retry): {run.error}")
         job.meta.update({"last_error": run.error, "status_line": "will retry"})
-        job.save_meta()
+        save_meta(job)
         raise run.exception
     else:
         log.write(f"failed: {run.error}")
         job.meta.update({"outcome": "failed", "last_error": run.error, "status_line": "failed"})
-    job.save_meta()
+    save_meta(job)
     return run.result
 
 
 # The worker ---------------------------------------------------------------------------------------------------
+class SteadyScheduler(RQScheduler):
+    """RQ's scheduler (it queues the retries whose wait is over), waiting for Redis when it goes away
+    instead of ending with a traceback (the worker says that Redis is away)."""
+
+    def work(self) -> None:
+        wait = 1.0
+        while True:
+            try:
+                super().work()
+                return
+            except LOST:
+                deadline = time.monotonic() + wait
+                while time.monotonic() < deadline:
+                    if self._stop_requested:  # stopped while Redis is away: its locks expire by themselves
+                        return
+                    time.sleep(0.1)
+                wait = min(wait * 2, MAX_WAIT_S)
+
+
+class RetryLines(logging.Filter):
+    """RQ's own line when Redis is away (the worker's listening loop retries by itself) becomes ours."""
+
+    def __init__(self, connection: Redis) -> None:
+        super().__init__()
+        self.connection = connection
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "could not connect to Redis instance" not in str(record.msg):
+            return True
+        if threading.current_thread() is threading.main_thread():  # the listening loop, not its pubsub thread
+            wait = record.args[-1] if isinstance(record.args, tuple) and record.args else 1
+            print(lost_line(self.connection, float(wait)), file=sys.stderr, flush=True)  # type: ignore[arg-type]
+        return False
+
+
 class WarmWorker(SimpleWorker):
-    """Runs jobs in this process (models stay loaded) and heartbeats while a job runs."""
+    """Runs jobs in this process (models stay loaded) and heartbeats while a job runs; waits for Redis
+    when it goes away; ``signalled`` tells whether Ctrl-C (or SIGTERM) stopped it."""
 
     runtimes: WarmRuntimes | None = None
     hold: ChunkHold | None = None
     lease_grace_s = 10
+    signalled = False
+
+    def request_stop(self, signum: int, frame: Any) -> None:
+        self.signalled = True
+        super().request_stop(signum, frame)
+
+    def check_for_suspension(self, burst: bool) -> None:
+        until_reachable(self.connection)  # the start of each turn of RQ's loop: Redis is there
+        super().check_for_suspension(burst)
+
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        try:
+            super().heartbeat(timeout, pipeline)
+        except LOST:  # the next turn of the loop waits for Redis
+            logger.debug("worker heartbeat missed: Redis is away", exc_info=True)
+
+    def teardown(self) -> None:
+        try:
+            super().teardown()
+        except LOST:  # stopped while Redis is away: its record of this worker expires by itself
+            logger.debug("worker not unregistered: Redis is away", exc_info=True)
+
+    def _start_scheduler(
+        self, burst: bool = False, logging_level: str | None = "INFO", date_format: str = "", log_format: str = ""
+    ) -> None:
+        """RQ's own, with ``SteadyScheduler``."""
+        self.scheduler = SteadyScheduler(
+            self.queues,
+            connection=self.connection,
+            logging_level=logging_level if logging_level is not None else self.log.level,
+            date_format=date_format,
+            log_format=log_format,
+            serializer=self.serializer,
+        )
+        self.scheduler.acquire_locks()
+        if not self.scheduler.acquired_locks:
+            return
+        if not burst:
+            self.scheduler.start()
+            return
+        try:
+            self.scheduler.register_birth()
+            self.scheduler.enqueue_scheduled_jobs()
+        finally:
+            self.scheduler.release_locks()
+            self.scheduler.register_death()
 
     def get_heartbeat_ttl(self, job: RqJob, working_time: float = 0.0) -> int:
         return int(self.job_monitoring_interval + self.lease_grace_s)
@@ -157,8 +301,9 @@ def run_worker(
     heartbeat_s: int = 5,
     maintenance_s: int = 10,
     hold: ChunkHold | None = None,
-) -> None:
-    """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped."""
+) -> bool:
+    """One warm worker on ``url``: takes jobs from the three queues in priority order until stopped.
+    Returns whether Ctrl-C (or SIGTERM) stopped it."""
     connection = Redis.from_url(url)
     queues = [Queue(name, connection=connection) for name in QUEUE_NAMES]
     # worker_ttl sets how long an idle worker blocks waiting for a job (ttl - 15 s) before it runs its
@@ -172,7 +317,16 @@ def run_worker(
     )
     worker.runtimes = runtimes
     worker.hold = hold
-    worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
+    lines = RetryLines(connection)
+    worker.log.addFilter(lines)
+    try:
+        worker.work(burst=burst, with_scheduler=True, logging_level="WARNING")
+    except SystemExit:  # RQ's cold shutdown: a second Ctrl-C
+        if not worker.signalled:
+            raise
+    finally:
+        worker.log.removeFilter(lines)
+    return worker.signalled
 
 
 # The backend (what batch add/list/show/cancel/retry use) --------------------------------------------------------

@@ -14,8 +14,9 @@ from facefusion_ui.process_environment import configure_process
 from facefusion_ui.state_manager import Settings
 
 
-def run_rq_workers(url: str, settings: Settings, concurrency: int, gpu_id: int | None, burst: bool) -> None:
-    """``concurrency`` warm worker processes on this machine; returns when they all stop."""
+def run_rq_workers(url: str, settings: Settings, concurrency: int, gpu_id: int | None, burst: bool) -> bool:
+    """``concurrency`` warm worker processes on this machine; returns when they all stop, whether Ctrl-C
+    (or SIGTERM) stopped them."""
     from facefusion_ui.jobs.rq_backend import RqBackend
 
     RqBackend.connect(url)  # a clear error now rather than in every worker
@@ -23,8 +24,7 @@ def run_rq_workers(url: str, settings: Settings, concurrency: int, gpu_id: int |
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_id)
     count = max(1, concurrency)
     if count == 1:
-        rq_worker_process(url, settings.to_json(), burst)
-        return
+        return rq_worker_process(url, settings.to_json(), burst)
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=rq_worker_process, args=(url, settings.to_json(), burst)) for _ in range(count)]
     for child in processes:
@@ -36,10 +36,11 @@ def run_rq_workers(url: str, settings: Settings, concurrency: int, gpu_id: int |
         for child in processes:
             child.terminate()
         raise
+    return False
 
 
-def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
-    """One worker process's entry point (also the target of a spawned child)."""
+def rq_worker_process(url: str, settings_json: str, burst: bool) -> bool:
+    """One worker process's entry point (also the target of a spawned child); whether a signal stopped it."""
     configure_process()
     from facefusion_ui.jobs.rq_backend import run_worker
 
@@ -48,4 +49,4 @@ def rq_worker_process(url: str, settings_json: str, burst: bool) -> None:
     print(f"worker on {url}: models load on first use and stay warm", flush=True)
     runtimes = WarmRuntimes()
     runtimes.runtime(settings)  # the worker's own execution settings are the first warm pool
-    run_worker(url, runtimes, burst=burst, hold=hold)
+    return run_worker(url, runtimes, burst=burst, hold=hold)

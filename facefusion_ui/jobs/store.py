@@ -4,7 +4,8 @@ Claiming is one atomic ``UPDATE ... RETURNING`` statement, so two workers (threa
 get the same job. A worker renews its lease while it works; a job whose lease expired (crash, kill -9,
 power loss) is claimed again by the next worker and resumes from its chunk manifest. Every connection
 waits for locks (busy timeout) and writes start with ``BEGIN IMMEDIATE``, so "database is locked" does
-not reach the user under contention.
+not reach the user under contention. A full disk is a ``DiskFullError`` naming the folder (a write that
+cannot be made is rolled back whole: nothing already in the file is lost).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import JobError
+from facefusion_ui.errors import DiskFullError, JobError, disk_full_named, free_mib
 from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
 
 BUSY_TIMEOUT_MS = 60_000
+FULL_BELOW_MIB = 1
+"""SQLite says "disk I/O error" when it cannot grow its shared-memory file: a full disk when this little is free."""
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_INTERRUPTIONS = 20
 """A job whose workers died this many times while running it (e.g. it crashes them) is failed. Attempts
@@ -121,15 +124,34 @@ class Job:
         return dict(self.__dict__)
 
 
+def disk_full(error: sqlite3.Error, folder: Path) -> bool:
+    """Whether SQLite failed because the disk of ``folder`` is full."""
+    text = str(error)
+    if "database or disk is full" in text:
+        return True
+    return "disk I/O error" in text and free_mib(folder) < FULL_BELOW_MIB
+
+
 class JobStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or home_dir() / "jobs.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as connection:
-            connection.execute("PRAGMA journal_mode=WAL")
-            self._migrate(connection)
+        with self._disk_errors(), disk_full_named(self.path.parent.parent):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.closing(self._connect()) as connection:
+                connection.execute("PRAGMA journal_mode=WAL")
+                self._migrate(connection)
 
     # connections -----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _disk_errors(self) -> Iterator[None]:
+        """SQLite's words for a full disk become one line naming the folder."""
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if not disk_full(error, self.path.parent):
+                raise
+            raise DiskFullError.in_folder(self.path.parent, f"SQLite: {error}") from error
+
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         connection.row_factory = sqlite3.Row
@@ -139,25 +161,20 @@ class JobStore:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        connection = self._connect()
-        try:
+        with self._disk_errors(), contextlib.closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
             except BaseException:
-                connection.execute("ROLLBACK")
+                if connection.in_transaction:  # SQLite may have rolled back already (a full disk)
+                    connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
-        finally:
-            connection.close()
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        connection = self._connect()
-        try:
+        with self._disk_errors(), contextlib.closing(self._connect()) as connection:
             yield connection
-        finally:
-            connection.close()
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         connection.execute("BEGIN IMMEDIATE")
@@ -169,7 +186,8 @@ class JobStore:
                 connection.execute(f"PRAGMA user_version={number}")
             connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
 
     def schema_version(self) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from facefusion_ui.errors import FacefusionError
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, StopSignal, execute_job
@@ -80,6 +81,8 @@ class Worker:
         self.interrupted = threading.Event()
         self.running: dict[int, StopSignal] = {}
         self.completed: list[int] = []
+        self.failure: FacefusionError | None = None
+        """What stopped a job thread (e.g. the queue's disk is full), raised by ``run``."""
         self._lock = threading.Lock()
 
     # stopping ------------------------------------------------------------------------------------------------
@@ -101,7 +104,8 @@ class Worker:
 
     # the loop -----------------------------------------------------------------------------------------------
     def run(self) -> None:
-        """Work until stopped (or, with ``until_empty``, until nothing is queued or running)."""
+        """Work until stopped (or, with ``until_empty``, until nothing is queued or running). An error that
+        stops a job thread (the queue's disk is full) stops the others and is raised here."""
         threads = [
             threading.Thread(target=self._loop, name=f"job-{i}", daemon=True) for i in range(self.options.concurrency)
         ]
@@ -115,8 +119,18 @@ class Worker:
             self.stop.set()
             for thread in threads:
                 thread.join()
+        if self.failure is not None:
+            raise self.failure
 
     def _loop(self) -> None:
+        try:
+            self._take_jobs()
+        except FacefusionError as error:
+            with self._lock:
+                self.failure = self.failure or error
+            self.stop.set()
+
+    def _take_jobs(self) -> None:
         while not self.stop.is_set():
             if self.store.is_paused():
                 self.stop.wait(self.options.poll_s)

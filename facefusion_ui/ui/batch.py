@@ -63,7 +63,7 @@ def finished_outputs(services: UiServices, origin: str = "batch") -> list[str]:
     """The outputs of completed jobs that ``origin`` queued, each once, inside the outputs folder."""
     outputs: dict[str, None] = {}
     for job in services.store.jobs(["completed"]):
-        output = Path(job.payload["output"])
+        output = Path((job.result or {}).get("output") or job.payload["output"])  # a job may have stepped aside
         if job_origin(job) == origin and output.exists() and services.outputs_dir in output.resolve().parents:
             outputs[str(output)] = None
     return list(outputs)

@@ -89,11 +89,5 @@ def ffmpeg_failure(what: str, stderr: str, folder: Path) -> FfmpegError:
     free space; ffmpeg's own words go into ``detail`` (job log, ``--verbose``) instead of the line."""
     detail = stderr_tail(stderr, 20)
     if "No space left on device" in stderr or "ENOSPC" in stderr:
-        try:
-            free_mb = shutil.disk_usage(folder).free // 2**20
-        except OSError:
-            free_mb = 0
-        return DiskFullError(
-            f"no space left in {folder} ({free_mb} MiB free): free some space or choose another folder", detail
-        )
+        return DiskFullError.in_folder(folder, detail)
     return FfmpegError(f"{what}: {stderr_tail(stderr)}", detail)
