@@ -24,10 +24,12 @@ import numpy as np
 
 from facefusion_ui.errors import CancelledError, FfmpegError, InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face_map import PeopleSwap, resolve_face_map
 from facefusion_ui.faces.people import PeopleCollector, Person, people_of_image
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.selector import reference_threshold
 from facefusion_ui.faces.source import SourceIdentity, read_image
+from facefusion_ui.job import SwapJob
 from facefusion_ui.media_files import media_kind, write_image
 from facefusion_ui.paths import home_dir
 from facefusion_ui.pipeline import FramePipeline
@@ -232,6 +234,25 @@ def video_people(
     seconds = time.perf_counter() - started
     calls = pipeline.analyser.counters.recognizer_calls
     return PeopleResult("video", collector.people(), last - first, seconds, False, calls)
+
+
+def people_swap(
+    job: SwapJob,
+    runtime: ModelRuntime,
+    progress: PeopleProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> PeopleSwap | None:
+    """The job's face map resolved against the people of its target (None: the job has no map). A video's
+    people come from the cached pass when there is one."""
+    if not job.face_map:
+        return None
+    settings = job.settings
+    people = find_people(job.target, settings, runtime, progress, cancel).people
+    analyser = FaceAnalyser(runtime)
+    scale = analyser.recognizer_scale(settings)
+    return resolve_face_map(
+        job.face_map, people, analyser, settings, scale.metric, reference_threshold(settings, scale)
+    )
 
 
 def write_thumbnails(result: PeopleResult, folder: Path) -> dict[int, str]:
