@@ -77,8 +77,9 @@ def test_each_person_keeps_their_source_through_crossing_absence_and_cut(
     checked = 0
     for index in range(0, FRAMES, 3):
         for face in analyser.analyse(frames[index], Settings(), embeddings=True):
-            assert face.embedding is not None
-            nearest = min(known, key=lambda name: embedding_distance(known[name], face.embedding, scale.metric))
+            embedding = face.embedding
+            assert embedding is not None
+            nearest = min(known, key=lambda name: embedding_distance(known[name], embedding, scale.metric))
             assert nearest == who_is_where(index, *face.center), (index, face.bbox)
             checked += 1
     assert checked >= 50
