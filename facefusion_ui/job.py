@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from facefusion_ui.faces.face_map import FaceMapEntry, map_paths
+from facefusion_ui.faces.face_map import FaceMapEntry, map_paths, parse_face_map
 from facefusion_ui.state_manager import Settings
 
 if TYPE_CHECKING:
@@ -43,9 +43,11 @@ class SwapJob:
         sources: Sequence[Path | str],
         target: Path | str,
         output: Path | str,
-        face_map: Sequence[FaceMapEntry] = (),
+        face_map: Sequence[FaceMapEntry | str] = (),
     ) -> SwapJob:
-        return cls(settings, tuple(Path(source) for source in sources), Path(target), Path(output), tuple(face_map))
+        """``face_map``: entries, or ``WHO=SOURCE`` texts as on the command line (``--face-map``)."""
+        entries = tuple(parse_face_map(entry) if isinstance(entry, str) else entry for entry in face_map)
+        return cls(settings, tuple(Path(source) for source in sources), Path(target), Path(output), entries)
 
     def photos(self) -> list[Path]:
         """Every photo the job reads besides the target: the sources, or the face map's photos."""

@@ -114,17 +114,22 @@ def numbers_text(people: Sequence[Person]) -> str:
     return "its people are " + ", ".join(str(person.id) for person in people)
 
 
-def person_of_photo(
-    entry: FaceMapEntry, people: Sequence[Person], analyser: FaceAnalyser, settings: Settings, matcher: PersonMatcher
-) -> int:
-    path = Path(entry.who)
+def one_face_photo(path: Path, analyser: FaceAnalyser, settings: Settings) -> Face:
+    """The one face of a WHO photo (else an InputError: none, or several)."""
     image = read_image(path, "face-map photo")
     faces = analyser.analyse(image, settings, embeddings=True)
     if not faces:
         raise InputError(f"--face-map: no face found in {path}: give a photo where that person's face is visible")
     if len(faces) > 1:
         raise InputError(f"--face-map: {path} shows {len(faces)} faces: give a photo of that one person")
-    person = matcher.person_of(faces[0].embedding)
+    return faces[0]
+
+
+def person_of_photo(
+    entry: FaceMapEntry, people: Sequence[Person], analyser: FaceAnalyser, settings: Settings, matcher: PersonMatcher
+) -> int:
+    path = Path(entry.who)
+    person = matcher.person_of(one_face_photo(path, analyser, settings).embedding)
     if person is None:
         raise InputError(
             f"--face-map: the face in {path} is none of the target's people (within --reference-face-distance "

@@ -21,9 +21,9 @@ from facefusion_ui.errors import CancelledError, FacefusionError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
-from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.job import RunContext
 from facefusion_ui.jobs.log import JobLog
-from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.jobs.payload import job_of
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 
@@ -88,11 +88,14 @@ def execute_job(
     watcher = threading.Thread(target=watch, args=(hooks, stop, done), name="job-watch", daemon=True)
     watcher.start()
     try:
-        sources, target, output, settings = payload_parts(payload)
+        job = job_of(payload)
+        sources, target, output, settings = job.photos(), job.target, job.output, job.settings
         log.write(
             f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
             f"preset {settings.preset}; processors {', '.join(settings.processors)}"
         )
+        if job.face_map:
+            log.write("face map " + "; ".join(f"{entry.who}={entry.label()}" for entry in job.face_map))
         progress = logged_progress(log, hooks.report)
         with runtimes.lease(settings) as runtime:
             context = RunContext(
@@ -102,7 +105,7 @@ def execute_job(
                 work_dir=folder / "work",
                 cancel=stop.event,
             )
-            result = process(SwapJob(settings, tuple(sources), target, output), context).to_json()
+            result = process(job, context).to_json()
             log_execution(log, settings, runtime)
             if settings.release_models == "after_job":
                 runtime.release_models()
