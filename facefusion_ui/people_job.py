@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,16 +24,23 @@ import numpy as np
 
 from facefusion_ui.errors import CancelledError, FfmpegError, InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection
+from facefusion_ui.faces.detection_schedule import FacesSeen, NothingSeen
+from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.face_map import PeopleSwap, resolve_face_map
 from facefusion_ui.faces.people import PeopleCollector, Person, people_of_image
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.schedule import STRETCH_GROWTH, continues, plan_group
 from facefusion_ui.faces.selector import reference_threshold
 from facefusion_ui.faces.source import SourceIdentity, read_image
+from facefusion_ui.faces.tracker import IdentityTracker, Track
+from facefusion_ui.frames import FrameImage
 from facefusion_ui.job import SwapJob
 from facefusion_ui.media_files import media_kind, write_image
 from facefusion_ui.paths import home_dir
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Points
 from facefusion_ui.version import __version__
 from facefusion_ui.video.chunks import frame_range
 from facefusion_ui.video.commands import decode_args
@@ -176,6 +183,113 @@ def image_people(target: Path, settings: Settings, runtime: ModelRuntime) -> Peo
     return PeopleResult("image", people_of_image(frame, faces), 1, 0.0, False, analyser.counters.recognizer_calls)
 
 
+class FollowingTracker(IdentityTracker):
+    """The tracker of the people pass, whose analysed frames may lie a group (up to ``largest_group``
+    frames) apart: a face keeps the identity of the one face of the last analysed frame it can continue
+    (``schedule.continues``: near, about the same size), as the detection schedule follows faces; where
+    it could continue several (two people crossing) or none, the recognizer decides."""
+
+    def match_track(self, face: Face, frame_index: int, taken: set[int]) -> Track | None:
+        candidates = [
+            position
+            for position, track in enumerate(self.tracks)
+            if position not in taken and frame_index - track.frame_index <= 1 and continues(face.bbox, track.face.bbox)
+        ]
+        if len(candidates) != 1:
+            return None
+        taken.add(candidates[0])
+        return self.tracks[candidates[0]]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What an analysed frame showed: its identities and face boxes."""
+
+    identities: frozenset[int]
+    boxes: tuple[Points, ...]
+
+
+class PeopleScan:
+    """A video's frames, group by group, as the detection schedule plans them (``faces/schedule.py``), read
+    for who is in view rather than for every face of every frame: a group without faces is skipped (the
+    change gate); a group whose last frame shows the same people where the frame before it showed them is
+    not searched in between (they count as seen there); any other group (someone came, left, or a cut) is
+    split in halves, each searched at its middle frame until both ends of every part agree, so first and
+    last frames are exact at the cost of a few frames per change. The tracker sees the analysed frames as
+    consecutive, so a face followed from one analysed frame to the next needs no recognizer run."""
+
+    def __init__(self, pipeline: FramePipeline, collector: PeopleCollector, size: tuple[int, int]) -> None:
+        self.pipeline = pipeline
+        self.schedule = pipeline.schedule
+        self.collector = collector
+        self.width, self.height = size
+        self.analysed = 0
+        """Frames analysed so far: the tracker's frame numbers."""
+        self.last = Seen(frozenset(), ())
+        """What the last frame before the next group showed."""
+
+    def group(self, images: Sequence[FrameImage], indices: Sequence[int], timestamps: Sequence[float]) -> None:
+        schedule = self.schedule
+        first = 0
+        if isinstance(schedule.seen, NothingSeen):
+            self.last = self.analyse(images[0], indices[0], timestamps[0])
+            schedule.seen = FacesSeen(self.last.boxes)
+            first = 1
+            if len(images) == 1:
+                return
+        probe = schedule.probe(images[-1])
+        if not self.last.boxes and not probe:  # no face at either end: the group is skipped
+            schedule.seen, self.last = FacesSeen(), Seen(frozenset(), ())
+            schedule.stretch = min(schedule.stretch * 2, STRETCH_GROWTH)
+            return
+        end = self.analyse(images[-1], indices[-1], timestamps[-1], probe)
+        seen = {first - 1: self.last, len(images) - 1: end}
+        steady = self.split(images, indices, timestamps, seen, first - 1, len(images) - 1)
+        schedule.stretch = min(schedule.stretch * 2, STRETCH_GROWTH) if steady else 1
+        schedule.seen, self.last = FacesSeen(end.boxes), end
+
+    def split(
+        self,
+        images: Sequence[FrameImage],
+        indices: Sequence[int],
+        timestamps: Sequence[float],
+        seen: dict[int, Seen],
+        low: int,
+        high: int,
+    ) -> bool:
+        """Frames ``low`` < i < ``high`` of the group, known at both ends: the people of both count as seen
+        in between when the ends agree, else the middle frame is analysed and each half split in turn.
+        Whether the ends agreed at once."""
+        if high - low <= 1:
+            return True
+        a, b = seen[low], seen[high]
+        if a.identities == b.identities and plan_group(a.boxes, b.boxes) == "track" and len(a.boxes) == len(b.boxes):
+            self.collector.add_between(set(a.identities), high - low - 1)
+            return True
+        middle = (low + high) // 2
+        seen[middle] = self.analyse(images[middle], indices[middle], timestamps[middle])
+        self.split(images, indices, timestamps, seen, low, middle)
+        self.split(images, indices, timestamps, seen, middle, high)
+        return False
+
+    def analyse(
+        self, image: FrameImage, index: int, timestamp: float, detections: list[Detection] | None = None
+    ) -> Seen:
+        """One frame's faces and identities (``detections``: found already, else a full-frame detection)."""
+        schedule, pipeline = self.schedule, self.pipeline
+        if detections is None:
+            detections = schedule.detect_whole(pipeline.analyser.search_view(image, pipeline.settings))
+            schedule.stats.frames_full += 1
+        frame = image.bgr()
+        result = pipeline.analyse_faces(frame, self.analysed, timestamp, detections, ())
+        self.analysed += 1
+        pipeline.stats.frames += 1
+        if result.faces:
+            self.collector.add(index, frame[: self.height, : self.width], result)
+        identities = frozenset(identity for identity in result.track_ids if identity is not None)
+        return Seen(identities, tuple(face.bbox for face in result.faces))
+
+
 def video_people(
     target: Path,
     settings: Settings,
@@ -193,9 +307,12 @@ def video_people(
     info = probe_video(target)
     first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
     pipeline = FramePipeline(settings, runtime, [], SourceIdentity((), ""), FaceAnalyser(runtime))
+    assert pipeline.identities is not None  # pass_settings turns the identity cache on
+    pipeline.identities = FollowingTracker(pipeline.identities.cache)
     pipeline.start_video(first)
     threshold = reference_threshold(settings, pipeline.scale)
     collector = PeopleCollector(pipeline.scale.metric, threshold)
+    scan = PeopleScan(pipeline, collector, (info.width, info.height))
     frames = FrameFormat.of(info)
     ffmpeg = resolve_ffmpeg().path
     command = decode_args(ffmpeg, target, info.seek_time(first), last - first, frames.decode_filter)
@@ -220,12 +337,7 @@ def video_people(
                 images.append(frames.image(data.reshape(frames.shape)))
             indices = list(range(index, index + count))
             timestamps = [float(info.frame_times[i]) for i in indices]
-            for image, frame_index, analysis in zip(
-                images, indices, pipeline.analyse_group(images, indices, timestamps), strict=True
-            ):
-                if analysis.faces:
-                    bgr = image.bgr()[: info.height, : info.width]
-                    collector.add(frame_index, bgr, analysis)
+            scan.group(images, indices, timestamps)
             index += count
             if progress is not None:
                 progress(index - first, last - first)

@@ -45,15 +45,6 @@ def swap(files: dict[str, Path], output: Path, runtime: ModelRuntime, settings: 
     return process(job, RunContext(runtime=runtime, **context))
 
 
-def who_is_where(index: int, x: float, y: float) -> str:
-    """Which person of the clip a face at (x, y) (its centre) is, from how the clip was made."""
-    if x > WIDTH - HEIGHT * 0.4:
-        return "C"
-    if index >= FRAMES * 2 // 3:
-        return "B" if y < HEIGHT * 0.45 else "A"
-    return "A" if y < HEIGHT * 0.45 else "B"
-
-
 def embedding_of(analyser: FaceAnalyser, path: Path) -> Embedding:
     faces = analyser.analyse(media.read(path), Settings(), embeddings=True)
     assert faces and faces[0].embedding is not None
@@ -80,7 +71,7 @@ def test_each_person_keeps_their_source_through_crossing_absence_and_cut(
             embedding = face.embedding
             assert embedding is not None
             nearest = min(known, key=lambda name: embedding_distance(known[name], embedding, scale.metric))
-            assert nearest == who_is_where(index, *face.center), (index, face.bbox)
+            assert nearest == videos.three_people_who(WIDTH, HEIGHT, FRAMES, index, *face.center), (index, face.bbox)
             checked += 1
     assert checked >= 50
 

@@ -133,7 +133,7 @@ class Sighting:
 
 @dataclass
 class PeopleCollector:
-    """Gathers a video's people from its frames' analyses (in frame order), then ``people()`` merges the
+    """Gathers a video's people from its frames' analyses (any order), then ``people()`` merges the
     identities that are one person and numbers them."""
 
     metric: DistanceMetric
@@ -149,9 +149,11 @@ class PeopleCollector:
             seen.add(identity)
             sighting = self.sightings.get(identity)
             if sighting is None:
-                sighting = Sighting(index, float(face.bbox[0]), face_box(face))
+                sighting = Sighting(index, float(face.bbox[0]), face_box(face), index)
                 self.sightings[identity] = sighting
-            sighting.last_frame = index
+            elif index < sighting.first_frame:  # frames may be analysed out of order (``PeopleScan``)
+                sighting.first_frame, sighting.first_x, sighting.box = index, float(face.bbox[0]), face_box(face)
+            sighting.last_frame = max(sighting.last_frame, index)
             sighting.frames += 1
             if face.embedding is not None:
                 sighting.latest_embedding = np.asarray(face.embedding, dtype=np.float32)
@@ -162,6 +164,12 @@ class PeopleCollector:
                     sighting.best_embedding = np.asarray(face.embedding, dtype=np.float32)
                 if frame is not None:
                     sighting.thumbnail = face_thumbnail(frame, face)
+
+    def add_between(self, identities: set[int], frames: int) -> None:
+        """``frames`` frames not analysed, between two analysed frames that both show ``identities``."""
+        for identity in identities:
+            if identity in self.sightings:
+                self.sightings[identity].frames += frames
 
     def people(self) -> list[Person]:
         """The identities merged into people (embeddings nearer than the threshold), numbered 1..N by first

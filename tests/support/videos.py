@@ -312,3 +312,13 @@ def three_people(width: int, height: int, frames: int) -> FrameMaker:
         return canvas
 
     return make
+
+
+def three_people_who(width: int, height: int, frames: int, index: int, x: float, y: float) -> str:
+    """Which person of ``three_people`` a face centred at (x, y) in frame ``index`` is: "A" and "B" (the
+    two t1 people, A the higher one before the cut) or "C" (Grace Hopper), from how the clip was made."""
+    if x > width - height * 0.4:
+        return "C"
+    if index >= frames * 2 // 3:
+        return "B" if y < height * 0.45 else "A"
+    return "A" if y < height * 0.45 else "B"
