@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
+from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import plain_message, problem, reported
@@ -95,16 +96,20 @@ def wait_for_downloads(services: UiServices, names: Sequence[str]) -> Iterator[s
 
 
 def run_start_with_models(
-    services: UiServices, keys: Sequence[str], current: int | None, *values: Any
+    services: UiServices,
+    keys: Sequence[str],
+    current: int | None,
+    *values: Any,
+    face_map: Sequence[FaceMapEntry] = (),
 ) -> Iterator[tuple[Any, ...]]:
     """Start: the models the job needs that are not downloaded are downloaded first (their progress in the
     message area, Start disabled meanwhile), then the job is queued (``run_start``)."""
     try:
         if current is not None and services.job(int(current)).status in ACTIVE:
-            yield run_start(services, keys, current, *values)
+            yield run_start(services, keys, current, *values, face_map=face_map)
             return
         request = Request.parse(keys, values)
-        request.files()
+        request.files(mapped=bool(face_map))
         needed = services.downloads.start_missing(job_models(services, request_settings(services, keys, request)))
         if needed:
             busy = (gr.skip(), gr.Button(interactive=False), gr.skip(), gr.skip())
@@ -114,4 +119,4 @@ def run_start_with_models(
     except FacefusionError as error:
         yield problem(str(error)), gr.skip(), gr.Button(interactive=True), gr.skip(), gr.skip()
         return
-    yield run_start(services, keys, current, *values)
+    yield run_start(services, keys, current, *values, face_map=face_map)

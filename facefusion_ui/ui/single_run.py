@@ -11,6 +11,7 @@ from typing import Any
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError
+from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.ui.common import file_path, file_paths, plain_message, problem, progress_line, reported
@@ -133,16 +134,23 @@ def gated_preview(
 
 
 @reported(5)
-def run_start(services: UiServices, keys: Sequence[str], current: int | None, *values: Any) -> tuple[Any, ...]:
+def run_start(
+    services: UiServices,
+    keys: Sequence[str],
+    current: int | None,
+    *values: Any,
+    face_map: Sequence[FaceMapEntry] = (),
+) -> tuple[Any, ...]:
     """Queue the job (refused while this tab's last job is still queued or running); its id, the
-    message, the Start button disabled and the progress timer switched on."""
+    message, the Start button disabled and the progress timer switched on. ``face_map``: the People
+    panel's choices (then the source photos are not used)."""
     if current is not None and services.job(int(current)).status in ACTIVE:
         return problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4
     request = Request.parse(keys, values)
-    sources, target = request.files()
+    sources, target = request.files(mapped=bool(face_map))
     settings = request_settings(services, keys, request)
     output = output_path(services, target, request.folder, request.name)
-    new_id = services.enqueue(sources, target, output, settings, origin="single")
+    new_id = services.enqueue(sources, target, output, settings, origin="single", face_map=face_map)
     written = Path(services.job(new_id).payload["output"])
     shown = written.relative_to(services.outputs_dir) if services.outputs_dir in written.parents else written.name
     return f"Job {new_id} queued: it writes {shown}", new_id, gr.Button(interactive=False), gr.Timer(active=True), ""
