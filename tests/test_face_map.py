@@ -91,6 +91,7 @@ def bad_maps(photos: dict[str, Path]) -> list[tuple[list[str], str]]:
         (["--face-map", f"3={photos['blank']}"], "no face found in"),
         (["--face-map", f"3={tom}", "-s", str(tom)], "not both"),
         (["--face-map", "3"], "write WHO=SOURCE"),
+        (["--face-map", f"3={tom}", "--face-selector-mode", "many"], "not both"),
     ]
 
 

@@ -103,8 +103,6 @@ def run_add(args: argparse.Namespace, settings: Settings) -> int:
     output_dir = Path(args.output_dir)
     prepare_output_dir(output_dir, "--output-dir")
     face_map = face_map_from_args(args)
-    if args.sources and face_map:
-        raise UsageError("give either -s SOURCE or --face-map WHO=SOURCE, not both: --face-map replaces -s")
     if not args.sources and not face_map:
         raise UsageError("batch add needs -s SOURCE or --face-map WHO=SOURCE (see 'run.py batch add --help')")
     runtime = ModelRuntime.create(settings)

@@ -27,8 +27,6 @@ def run_process(args: argparse.Namespace) -> int:
     released = stop_on_signals()
     settings = settings_from_args(args)
     face_map = face_map_from_args(args)
-    if args.sources and face_map:
-        raise UsageError("give either -s SOURCE or --face-map WHO=SOURCE, not both: --face-map replaces -s")
     if not (args.sources or face_map) or not args.target or not args.output:
         raise UsageError(
             "process needs -s SOURCE (or --face-map WHO=SOURCE), -t TARGET and -o OUTPUT (see 'run.py process --help')"
@@ -47,9 +45,17 @@ def run_process(args: argparse.Namespace) -> int:
 
 
 def face_map_from_args(args: argparse.Namespace) -> list[FaceMapEntry]:
+    """``--face-map`` as given; with -s or --face-selector-mode too, a UsageError (the map replaces both)."""
     from facefusion_ui.faces.face_map import parse_face_map
 
-    return [parse_face_map(text) for text in getattr(args, "face_map", None) or ()]
+    face_map = [parse_face_map(text) for text in getattr(args, "face_map", None) or ()]
+    if face_map and args.sources:
+        raise UsageError("give either -s SOURCE or --face-map WHO=SOURCE, not both: --face-map replaces -s")
+    if face_map and hasattr(args, "face_selector_mode"):
+        raise UsageError(
+            "give either --face-selector-mode or --face-map, not both: with --face-map only the mapped people change"
+        )
+    return face_map
 
 
 def add_face_map_argument(parser: argparse.ArgumentParser) -> None:
