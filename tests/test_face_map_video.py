@@ -21,6 +21,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding
+from tests.conftest import RunCli
 from tests.support import media, videos
 
 FRAMES, WIDTH, HEIGHT = 60, 400, 240
@@ -101,3 +102,10 @@ def test_chunked_and_resumed_equal_the_whole_run(
         frames = videos.decode_all(other)
         assert len(frames) == FRAMES
         assert all(np.array_equal(a, b) for a, b in zip(frames, expected, strict=True))
+
+
+def test_a_number_the_video_does_not_have_is_one_line(cli_here: RunCli, files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.mp4"
+    done = cli_here(["process", "-t", str(files["clip"]), "-o", str(out), "--face-map", f"4={files['tom']}"])
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr == "error: --face-map: the target has no person 4: its people are 1, 2, 3\n"
