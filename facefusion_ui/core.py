@@ -16,19 +16,21 @@ from facefusion_ui.job import ProcessResult, RunContext, SwapJob
 from facefusion_ui.media_files import check_paths, write_image
 from facefusion_ui.memory import peak_rss_mb
 from facefusion_ui.output_lock import OutputLock
+from facefusion_ui.people_job import people_swap
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.video_job import VideoRun
 
 
 def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     context = context or RunContext()
-    if check_paths(job.sources, job.target, job.output) != "image":
+    if check_paths(job.photos(), job.target, job.output) != "image":
         raise InputError(f"{job.target} is not an image: use process_video() for videos")
     runtime = context.runtime or ModelRuntime.create(job.settings)
     with OutputLock(job.output):
         started = time.perf_counter()
         runtime.warn_unusable_providers()
-        pipeline = FramePipeline.build(job.settings, runtime, job.sources, context.registry)
+        people = people_swap(job, runtime)
+        pipeline = FramePipeline.build(job.settings, runtime, job.sources, context.registry, people)
         frame = read_image(job.target, "target")
         pipeline.set_reference_from(frame)
         result = pipeline.process(frame)
@@ -47,7 +49,7 @@ def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessRes
 def process_video(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     """Swap faces in a video, chunk by chunk; running it again resumes from the finished chunks."""
     context = context or RunContext()
-    if check_paths(job.sources, job.target, job.output) != "video":
+    if check_paths(job.photos(), job.target, job.output) != "video":
         raise InputError(f"{job.target} is not a video: use process() for images")
     runtime = context.runtime or ModelRuntime.create(job.settings)
     with OutputLock(job.output), disk_full_named(job.output.parent):  # the work folder's disk is named too
@@ -58,6 +60,6 @@ def process_video(job: SwapJob, context: RunContext | None = None) -> ProcessRes
 def process(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     """Run one job. ``context.runtime`` keeps models warm across calls; a new one is made when not given."""
     context = context or RunContext()
-    if check_paths(job.sources, job.target, job.output) == "image":
+    if check_paths(job.photos(), job.target, job.output) == "image":
         return process_image(job, context)
     return process_video(job, context)

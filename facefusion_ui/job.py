@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from facefusion_ui.faces.face_map import FaceMapEntry, map_paths, parse_face_map
 from facefusion_ui.state_manager import Settings
 
 if TYPE_CHECKING:
@@ -31,10 +32,26 @@ class SwapJob:
     sources: tuple[Path, ...]
     target: Path
     output: Path
+    face_map: tuple[FaceMapEntry, ...] = ()
+    """Each person of the target their own source (``faces/face_map.py``); when given, ``sources`` is empty
+    and the selector mode is not used."""
 
     @classmethod
-    def of(cls, settings: Settings, sources: Sequence[Path | str], target: Path | str, output: Path | str) -> SwapJob:
-        return cls(settings, tuple(Path(source) for source in sources), Path(target), Path(output))
+    def of(
+        cls,
+        settings: Settings,
+        sources: Sequence[Path | str],
+        target: Path | str,
+        output: Path | str,
+        face_map: Sequence[FaceMapEntry | str] = (),
+    ) -> SwapJob:
+        """``face_map``: entries, or ``WHO=SOURCE`` texts as on the command line (``--face-map``)."""
+        entries = tuple(parse_face_map(entry) if isinstance(entry, str) else entry for entry in face_map)
+        return cls(settings, tuple(Path(source) for source in sources), Path(target), Path(output), entries)
+
+    def photos(self) -> list[Path]:
+        """Every photo the job reads besides the target: the sources, or the face map's photos."""
+        return map_paths(self.face_map) if self.face_map else list(self.sources)
 
 
 @dataclass

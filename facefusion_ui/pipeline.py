@@ -23,6 +23,7 @@ from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detection_schedule import DetectionSchedule
 from facefusion_ui.faces.face import Face, FaceMesh
+from facefusion_ui.faces.face_map import PeopleSwap
 from facefusion_ui.faces.frame_analysis import NO_FACES as NO_FACES  # re-exported: callers name it here
 from facefusion_ui.faces.frame_analysis import FrameAnalysis as FrameAnalysis
 from facefusion_ui.faces.identity_cache import IdentityCache
@@ -52,6 +53,9 @@ from facefusion_ui.processors.scaling import scale_context
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
 
+PERSON_COUNT = "person_"
+"""The prefix of the counts kept per mapped person (``person_3_faces_swapped``, ``person_3_frames``)."""
+
 
 @dataclass(frozen=True)
 class VideoState:
@@ -79,6 +83,8 @@ class VideoState:
 class PipelineStats:
     frames: int = 0
     faces_selected: int = 0
+    person_frames: collections.Counter[int] = field(default_factory=collections.Counter)
+    """With a face map: the frames in which each mapped person was found."""
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -91,6 +97,7 @@ class FramePipeline:
         sources: SourceIdentity,
         analyser: FaceAnalyser,
         options: Sequence[Mapping[str, OptionValue]] = (),
+        people: PeopleSwap | None = None,
     ) -> None:
         self.settings = settings
         self.runtime = runtime
@@ -98,6 +105,8 @@ class FramePipeline:
         self.options = list(options) or [{} for _ in self.processors]
         """Each processor's option values (``FrameContext.options`` when it is called)."""
         self.sources = sources
+        self.people = people
+        """A face map (``faces/face_map.py``): each mapped person their own source, instead of the selector."""
         self.analyser = analyser
         self.scale: RecognizerScale = analyser.recognizer_scale(settings)
         self.reference: Embedding | None = None
@@ -127,8 +136,10 @@ class FramePipeline:
         runtime: ModelRuntime,
         source_paths: Sequence[Path],
         registry: ProcessorRegistry | None = None,
+        people: PeopleSwap | None = None,
     ) -> FramePipeline:
-        """Create the processors, check their models, and read the source photos (fails fast)."""
+        """Create the processors, check their models, and read the source photos (fails fast). With a face
+        map (``people``) its sources are the people's own and ``source_paths`` is not read."""
         registry = registry or ProcessorRegistry.discover()
         processors = [registry.create(name, settings, runtime) for name in settings.processors]
         options = [registry.options_for(name, settings) for name in settings.processors]
@@ -136,12 +147,19 @@ class FramePipeline:
         if problems:
             raise ModelError("; ".join(problems))
         # sources get their own analyser so the job's counts speak of the target only
+        if people is not None:
+            return cls(settings, runtime, processors, people.first_source(), FaceAnalyser(runtime), options, people)
         sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
         return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
 
     @property
     def needs_embeddings(self) -> bool:
-        return self.settings.face_selector_mode == "reference"
+        return self.settings.face_selector_mode == "reference" or self.people is not None
+
+    @property
+    def sources_key(self) -> str:
+        """The source person's photos, or the face map's people and sources (a video's fingerprint)."""
+        return self.people.key if self.people is not None else self.sources.key
 
     def group_size_from(self, index: int) -> int:
         """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (see
@@ -247,11 +265,28 @@ class FramePipeline:
                 track_ids = tuple(identity.id if identity is not None else None for _, identity in resolved)
             else:
                 faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
-        selected = select_faces(faces, self.settings, self.reference, self.scale)
+        persons: tuple[int, ...] = ()
+        if self.people is not None:
+            selected, persons = self.select_people(faces)
+        else:
+            selected = select_faces(faces, self.settings, self.reference, self.scale)
         if self.meshes is not None and selected:
             faces, selected = self.smooth_meshes(frame, index, timestamp, faces, selected, track_ids)
         self.stats.faces_selected += len(selected)
-        return FrameAnalysis(faces, selected, track_ids)
+        for person in set(persons):
+            self.stats.person_frames[person] += 1
+        return FrameAnalysis(faces, selected, track_ids, persons)
+
+    def select_people(self, faces: Sequence[Face]) -> tuple[list[Face], tuple[int, ...]]:
+        """With a face map: the faces of mapped people (each person once: their nearest face), with who each is."""
+        assert self.people is not None
+        chosen: dict[int, Face] = {}
+        for face in faces:
+            person = self.people.person_of(face)
+            if person is not None and person not in chosen:
+                chosen[person] = face
+        ordered = sorted(chosen.items(), key=lambda item: float(item[1].bbox[0]))
+        return [face for _, face in ordered], tuple(person for person, _ in ordered)
 
     def smooth_meshes(
         self,
@@ -314,6 +349,7 @@ class FramePipeline:
             self.settings,
             analysis.selected,
             self.sources,
+            face_sources=self.face_sources(analysis),
             report=report,
             mask_outline=self.mask_outline,
         )
@@ -325,6 +361,12 @@ class FramePipeline:
             if frame.shape[:2] != (height, width):
                 context = scale_context(context, frame.shape[1] / width, frame.shape[0] / height)
         return frame
+
+    def face_sources(self, analysis: FrameAnalysis) -> tuple[SourceIdentity, ...]:
+        """Each selected face's own source with a face map (empty without one)."""
+        if self.people is None:
+            return ()
+        return tuple(self.people.sources[person] for person in analysis.persons)
 
     def set_reference_from(self, frame: Frame) -> None:
         """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
@@ -366,18 +408,48 @@ class FramePipeline:
         )
         for processor in self.processors:
             if isinstance(processor, CountingProcessor):
-                done.update(processor.counts())
+                done.update(self.by_person(processor.counts()))
             if isinstance(processor, MaskingProcessor):
                 done.update(processor.mask_counts())
+        done.update({f"{PERSON_COUNT}{person}_frames": count for person, count in self.stats.person_frames.items()})
         return done
+
+    def by_person(self, counts: Mapping[str, int]) -> dict[str, int]:
+        """A processor's counts with its counts per source (``faces_swapped@KEY``) named by the mapped person."""
+        persons = {source.key: person for person, source in self.people.sources.items()} if self.people else {}
+        named: dict[str, int] = {}
+        for key, count in counts.items():
+            name, at, source_key = key.partition("@")
+            if not at:
+                named[key] = count
+            elif source_key in persons:
+                named[f"{PERSON_COUNT}{persons[source_key]}_{name}"] = count
+        return named
+
+    def people_summary(self, counts: Mapping[str, int]) -> list[dict[str, Any]] | None:
+        """``--json``'s "people": each mapped person's source, faces swapped and frames (None: no map)."""
+        if self.people is None:
+            return None
+        return [
+            {
+                "id": person,
+                "source": self.people.labels[person],
+                "faces_swapped": int(counts.get(f"{PERSON_COUNT}{person}_faces_swapped", 0)),
+                "frames": int(counts.get(f"{PERSON_COUNT}{person}_frames", 0)),
+            }
+            for person in sorted(self.people.sources)
+        ]
 
     def summary(self) -> dict[str, Any]:
         done: collections.Counter[str] = collections.Counter()
         for processor in self.processors:
             if isinstance(processor, CountingProcessor):
-                done.update(processor.counts())
+                done.update(self.by_person(processor.counts()))
         cache = self.identities.cache.stats.to_json() if self.identities is not None else None
+        people = self.people_summary(self.counts())
+        done = collections.Counter({key: count for key, count in done.items() if not key.startswith(PERSON_COUNT)})
         return {
+            **({"people": people} if people is not None else {}),
             "faces_detected": self.analyser.counters.faces_detected,
             "faces_selected": self.stats.faces_selected,
             "faces_swapped": done["faces_swapped"],

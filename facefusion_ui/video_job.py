@@ -28,7 +28,8 @@ from facefusion_ui.memory import (
     return_free_memory,
 )
 from facefusion_ui.paths import home_dir
-from facefusion_ui.pipeline import FramePipeline, VideoState
+from facefusion_ui.people_job import people_swap
+from facefusion_ui.pipeline import PERSON_COUNT, FramePipeline, VideoState
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.source_audio import replacement_audio
 from facefusion_ui.progress import FrameProgress
@@ -200,11 +201,12 @@ class VideoRun:
         self.ffmpeg = resolve_ffmpeg().path
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
-        self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry)
+        people = people_swap(job, runtime, cancel=context.cancel)
+        self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry, people)
         self.plan = self.plan.resized(job.settings, self.pipeline.output_size, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
-        key = fingerprint(self.settings, self.pipeline.sources.key, job.target, self.plan.chunks)
+        key = fingerprint(self.settings, self.pipeline.sources_key, job.target, self.plan.chunks)
         self.manifest = Manifest.open(self.work_dir, key, self.plan.chunks)
         self.tracker = FrameProgress(self.plan.last - self.plan.first, len(self.plan.chunks), context.progress)
         self.stages: FrameStages = context.wrap_stages(self.pipeline) if context.wrap_stages else self.pipeline
@@ -363,7 +365,11 @@ class VideoRun:
         plan = self.plan
         processed_frames = sum(run.frames for run in self.chunk_runs)
         summary = self.pipeline.summary()
-        counted = {key: self.counts[key] for key in self.counts if key not in (*MASK_COUNTED, *COPY_COUNTED)}
+        counted = {
+            key: self.counts[key]
+            for key in self.counts
+            if key not in (*MASK_COUNTED, *COPY_COUNTED) and not key.startswith(PERSON_COUNT)
+        }
         masks = {**summary["masks"], "faces_masked": self.counts["faces_masked"]}
         if masks["occlusion_pixels"] is not None:
             masks["occlusion_pixels"] = self.counts["occlusion_pixels"]
@@ -372,6 +378,7 @@ class VideoRun:
             **{key: 0 for key in ALWAYS_COUNTED},
             **counted,
             "masks": masks,
+            **({"people": self.pipeline.people_summary(self.counts)} if self.pipeline.people is not None else {}),
             "frames": plan.last - plan.first,
             "frames_converted": sum(run.frames_converted for run in self.chunk_runs),
             "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,

@@ -34,6 +34,7 @@ UNIT_FILES = frozenset(
         "test_import_cycles.py",
         "test_layers.py",
         "test_models_cli.py",
+        "test_people_units.py",
         "test_presets.py",
         "test_settings.py",
         "test_stream_queues.py",

@@ -18,6 +18,7 @@ from tests.conftest import RunCli
         ["process"],
         ["batch"],
         ["batch", "add"],
+        ["people"],
         ["batch", "run"],
         ["worker"],
         ["models"],

@@ -18,7 +18,9 @@ from typing import Any
 from tqdm import tqdm
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
+from facefusion_ui.cli.process import add_face_map_argument, face_map_from_args
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
+from facefusion_ui.faces.face_map import parse_face_map
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import injected_hold
@@ -100,10 +102,14 @@ def run_add(args: argparse.Namespace, settings: Settings) -> int:
     targets = targets_of(args)
     output_dir = Path(args.output_dir)
     prepare_output_dir(output_dir, "--output-dir")
+    face_map = face_map_from_args(args)
+    if not args.sources and not face_map:
+        raise UsageError("batch add needs -s SOURCE or --face-map WHO=SOURCE (see 'run.py batch add --help')")
     runtime = ModelRuntime.create(settings)
     done = Enqueued()
     for target in targets:
-        payload = make_payload([Path(s) for s in args.sources], target, output_for(target, output_dir), settings)
+        sources = [Path(s) for s in args.sources or ()]
+        payload = make_payload(sources, target, output_for(target, output_dir), settings, face_map)
         enqueue(backend, runtime, payload, args.priority, True, args.overwrite, done)
     return report_enqueued(done)
 
@@ -122,10 +128,12 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     for number, entry in enumerate(entries, start=1):
         try:
             job_settings = settings.with_items(**entry.get("settings", {}))
-            payload = make_payload(
-                [Path(s) for s in entry["sources"]], Path(entry["target"]), Path(entry["output"]), job_settings
-            )
-        except (KeyError, TypeError, FacefusionError) as error:
+            face_map = [parse_face_map(text) for text in entry.get("face_map", [])]
+            sources = [Path(s) for s in entry["sources"]] if not face_map or "sources" in entry else []
+            if sources and face_map:
+                raise UsageError("give either 'sources' or 'face_map', not both")
+            payload = make_payload(sources, Path(entry["target"]), Path(entry["output"]), job_settings, face_map)
+        except (KeyError, TypeError, AttributeError, FacefusionError) as error:
             raise InputError(f"{path}: job {number} is incomplete or invalid ({error})") from error
         enqueue(backend, runtime, payload, int(entry.get("priority", 0)), False, args.overwrite, done)
     return report_enqueued(done)
@@ -318,7 +326,8 @@ def add_batch_parser(
     batch = commands.add_parser("batch", help="the persistent job queue")
     actions = batch.add_subparsers(dest="batch_command", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="queue jobs: sources x targets", parents=[backend])
-    add.add_argument("-s", "--source", dest="sources", action="append", required=True, metavar="SRC")
+    add.add_argument("-s", "--source", dest="sources", action="append", metavar="SRC")
+    add_face_map_argument(add)
     add.add_argument("-t", "--target", dest="targets", action="append", metavar="TARGET")
     add.add_argument("--targets-dir", metavar="DIR", help="queue every matching file of a folder")
     add.add_argument("--pattern", default="*.mp4", help="file pattern for --targets-dir (default *.mp4)")

@@ -6,6 +6,7 @@ from facefusion_ui.cli.batch import add_batch_parser
 from facefusion_ui.cli.doctor import VersionAction, add_doctor_parser
 from facefusion_ui.cli.models import add_models_parser
 from facefusion_ui.cli.options import OneLineParser, backend_parent
+from facefusion_ui.cli.people import add_people_parser
 from facefusion_ui.cli.presets import add_presets_parser
 from facefusion_ui.cli.process import add_process_parser
 from facefusion_ui.cli.ui import add_ui_parser
@@ -27,6 +28,7 @@ def build_parser() -> OneLineParser:
     backend = backend_parent()
     add_ui_parser(commands, processor_options)
     add_process_parser(commands, processor_names, processor_options)
+    add_people_parser(commands, processor_names, processor_options)
     add_batch_parser(commands, processor_names, backend, processor_options)
     add_worker_parser(commands, backend)
     add_models_parser(commands)

@@ -17,6 +17,7 @@ from facefusion_ui.faults import ChunkHold, FaultInjection, parse_fault
 from facefusion_ui.processors.options import OptionTable
 
 if TYPE_CHECKING:
+    from facefusion_ui.faces.face_map import FaceMapEntry
     from facefusion_ui.job import ProcessResult, SwapJob
 
 
@@ -25,9 +26,12 @@ def run_process(args: argparse.Namespace) -> int:
 
     released = stop_on_signals()
     settings = settings_from_args(args)
-    if not args.sources or not args.target or not args.output:
-        raise UsageError("process needs -s SOURCE, -t TARGET and -o OUTPUT (see 'run.py process --help')")
-    job = SwapJob.of(settings, args.sources, args.target, args.output)
+    face_map = face_map_from_args(args)
+    if not (args.sources or face_map) or not args.target or not args.output:
+        raise UsageError(
+            "process needs -s SOURCE (or --face-map WHO=SOURCE), -t TARGET and -o OUTPUT (see 'run.py process --help')"
+        )
+    job = SwapJob.of(settings, args.sources or (), args.target, args.output, face_map)
     try:
         result = run_with_progress_bar(job, released)
     except KeyboardInterrupt as interrupt:
@@ -38,6 +42,32 @@ def run_process(args: argparse.Namespace) -> int:
         ) from None
     print(json.dumps(result.to_json()) if args.json else summary_line(result.output, result.seconds, result.stats))
     return 0
+
+
+def face_map_from_args(args: argparse.Namespace) -> list[FaceMapEntry]:
+    """``--face-map`` as given; with -s or --face-selector-mode too, a UsageError (the map replaces both)."""
+    from facefusion_ui.faces.face_map import parse_face_map
+
+    face_map = [parse_face_map(text) for text in getattr(args, "face_map", None) or ()]
+    if face_map and args.sources:
+        raise UsageError("give either -s SOURCE or --face-map WHO=SOURCE, not both: --face-map replaces -s")
+    if face_map and hasattr(args, "face_selector_mode"):
+        raise UsageError(
+            "give either --face-selector-mode or --face-map, not both: with --face-map only the mapped people change"
+        )
+    return face_map
+
+
+def add_face_map_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--face-map",
+        dest="face_map",
+        action="append",
+        metavar="WHO=SOURCE",
+        help="give one person of the target their own source face (repeat per person); WHO: the person's number "
+        "from 'run.py people TARGET' or a photo of them; SOURCE: a photo, or several of one person joined by "
+        "commas. Only mapped people change. Replaces -s and --face-selector-mode (giving -s too is an error)",
+    )
 
 
 def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessResult:
@@ -112,5 +142,6 @@ def add_process_parser(commands: Any, processor_names: Sequence[str], processor_
     )
     process.add_argument("-o", "--output", "--output-video", dest="output", metavar="OUT", help="output path")
     process.add_argument("--json", action="store_true", help="print one JSON summary object")
+    add_face_map_argument(process)
     add_settings_arguments(process, processor_names=processor_names, processor_options=processor_options)
     process.set_defaults(handler=run_process)

@@ -13,6 +13,8 @@ class FrameAnalysis:
     selected: list[Face]
     track_ids: tuple[int | None, ...] = ()
     """The identity of each of ``faces`` when the identity cache is on."""
+    persons: tuple[int, ...] = ()
+    """With a face map: the person (``faces/people.py``) each of ``selected`` is, in the same order."""
 
 
 NO_FACES = FrameAnalysis([], [])

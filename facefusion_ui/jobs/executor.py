@@ -9,6 +9,7 @@ job must stop; ``stop`` lets the worker stop the job from outside (Ctrl-C).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -22,10 +23,10 @@ from facefusion_ui.errors import CancelledError, FacefusionError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
-from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.job import RunContext
 from facefusion_ui.jobs.log import JobLog
 from facefusion_ui.jobs.outputs import output_at_start
-from facefusion_ui.jobs.payload import payload_parts
+from facefusion_ui.jobs.payload import job_of
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 
@@ -90,7 +91,8 @@ def execute_job(
     watcher = threading.Thread(target=watch, args=(hooks, stop, done), name="job-watch", daemon=True)
     watcher.start()
     try:
-        sources, target, _, settings = payload_parts(payload)
+        job = job_of(payload)
+        sources, target, settings = job.photos(), job.target, job.settings
         output, moved = output_at_start(payload)
         if moved is not None:
             log.write(moved)
@@ -98,6 +100,8 @@ def execute_job(
             f"sources {', '.join(map(str, sources))}; target {target}; output {output}; "
             f"preset {settings.preset}; processors {', '.join(settings.processors)}"
         )
+        if job.face_map:
+            log.write("face map " + "; ".join(f"{entry.who}={entry.label()}" for entry in job.face_map))
         progress = logged_progress(log, hooks.report)
         with runtimes.lease(settings) as runtime:
             context = RunContext(
@@ -107,7 +111,7 @@ def execute_job(
                 work_dir=folder / "work",
                 cancel=stop.event,
             )
-            result = process(SwapJob(settings, tuple(sources), target, output), context).to_json()
+            result = process(dataclasses.replace(job, output=output), context).to_json()
             log_execution(log, settings, runtime)
             if settings.release_models == "after_job":
                 runtime.release_models()

@@ -38,6 +38,8 @@ class FrameContext:
     settings: Settings
     faces: Sequence[Face] = ()
     sources: SourceIdentity | None = None
+    face_sources: Sequence[SourceIdentity] = ()
+    """With a face map: each of ``faces``' own source person, in the same order (empty: ``sources`` for all)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     options: Mapping[str, OptionValue] = field(default_factory=dict)
     """The options of the processor being called: every one it declares (``ConfigurableProcessor``), as

@@ -38,7 +38,8 @@ class MeshWarpSwapper(Swapper[WarpSource]):
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            return {"faces_swapped": self.faces_swapped, "faces_skipped_pose": self.faces_skipped_pose}
+            skipped = self.faces_skipped_pose
+        return {**super().counts(), "faces_skipped_pose": skipped}
 
     def mask_outline(self, face: Face) -> list[Points]:
         """The hull of the face's mesh."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
@@ -35,6 +35,8 @@ class Swapper(ABC, Generic[Prepared]):
         self._prepared: OrderedDict[str, Prepared] = OrderedDict()
         self._lock = threading.Lock()
         self.faces_swapped = 0
+        self.swapped_by_source: Counter[str] = Counter()
+        """Faces swapped per source person (``SourceIdentity.key``), when a face map gives each face its own."""
         self.masks = MaskStage(settings, runtime)
 
     @abstractmethod
@@ -67,7 +69,8 @@ class Swapper(ABC, Generic[Prepared]):
 
     def counts(self) -> dict[str, int]:
         with self._lock:
-            return {"faces_swapped": self.faces_swapped}
+            by_source = {f"faces_swapped@{key}": count for key, count in self.swapped_by_source.items()}
+            return {"faces_swapped": self.faces_swapped, **by_source}
 
     def mask_counts(self) -> dict[str, int]:
         return self.masks.counts()
@@ -90,13 +93,17 @@ class Swapper(ABC, Generic[Prepared]):
         return bool(faces)
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
-        if context.sources is None or not context.faces:
+        if not context.faces or (context.sources is None and not context.face_sources):
             return frame
-        prepared = self.prepare(context.sources)
-        for face in context.faces:
-            swapped = self.swap_face(frame, face, prepared, context.settings)
+        own = bool(context.face_sources)
+        for position, face in enumerate(context.faces):
+            source = context.face_sources[position] if own else context.sources
+            assert source is not None
+            swapped = self.swap_face(frame, face, self.prepare(source), context.settings)
             if swapped is not None:
                 with self._lock:
                     self.faces_swapped += 1
+                    if own:
+                        self.swapped_by_source[source.key] += 1
             frame = swapped if swapped is not None else frame
         return frame

@@ -5,11 +5,13 @@ it queues jobs and reads their progress (previews go through the same pipeline a
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from facefusion_ui.config import build_state, config_path, read_config, save_config
+from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.jobs.outputs import claim_output
@@ -112,11 +114,12 @@ class UiServices:
         settings: Settings,
         priority: int = 0,
         origin: Origin = "api",
+        face_map: Sequence[FaceMapEntry] = (),
     ) -> int:
         """Validate (clear error on bad input) and queue one job with a frozen settings snapshot. The page
         names its outputs itself, so one taken by a live job or an existing file steps aside (``-2``...).
         ``origin``: the tab that queued it, which shows its output."""
-        payload = {**make_payload(sources, target, output, settings), "origin": origin}
+        payload = {**make_payload(sources, target, output, settings, face_map), "origin": origin}
         validate_job(payload, self.runtime)
         job_id, _ = claim_output(SqliteBackend(self.store), payload, priority, made=True)
         return int(job_id)

@@ -16,6 +16,7 @@ from facefusion_ui.state_manager import setting_rule
 from facefusion_ui.ui import single_models, single_run
 from facefusion_ui.ui.common import outputs_of
 from facefusion_ui.ui.controls import setting_control
+from facefusion_ui.ui.people import PeoplePanel, face_map_of, listen_people_panel, render_people_panel
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import (
     MASK_SETTINGS,
@@ -78,6 +79,7 @@ class SingleTab:
     option_controls: list[Any]
     """One control per option of ``option_fields``, in that order."""
     models: ModelPickers
+    people: PeoplePanel
 
     def request(self) -> list[Any]:
         """The inputs of preview and Start, as ``single_request.Request.parse`` reads them: the controls
@@ -279,6 +281,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
     with gr.Row():
         with gr.Column():
             media = render_sources_and_target()
+            people = render_people_panel()
             position = render_faces(services, controls)
             processors, options = render_processors(services, controls, pickers)
             folder, name = render_output(services, controls)
@@ -296,6 +299,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
         setting_controls=[controls[key] for key in single_keys(services.registry)],
         option_controls=options,
         models=pickers,
+        people=people,
     )
 
 
@@ -336,11 +340,13 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
 
-    def start(request: gr.Request, current: int | None, *values: Any) -> Iterator[single_run.Started]:
+    def start(request: gr.Request, choices: Any, current: int | None, *values: Any) -> Iterator[single_run.Started]:
         gate.hold_message(request.session_hash or "")  # a preview asked before Start leaves its message
-        yield from single_models.run_start_with_models(services, current, Request.parse(keys, values))
+        asked = Request.parse(keys, values)
+        yield from single_models.run_start_with_models(services, current, asked, face_map=face_map_of(choices))
 
-    tab.start.click(start, [tab.job_id, *tab.request()], outputs_of(single_run.Started, tab))
+    tab.start.click(start, [tab.people.choices, tab.job_id, *tab.request()], outputs_of(single_run.Started, tab))
+    listen_people_panel(tab.people, services, tab.target)
     listen_models(tab.models, services)
     tab.timer.tick(
         functools.partial(single_run.poll, services),

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
+from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.ui.common import problem, reported
 from facefusion_ui.ui.downloads import page_line, status_line
@@ -97,14 +98,16 @@ def wait_for_downloads(services: UiServices, names: Sequence[str]) -> Iterator[s
         raise InputError(f"{reasons}: no job was queued (press Start to try again)")
 
 
-def run_start_with_models(services: UiServices, current: int | None, request: Request) -> Iterator[Started]:
+def run_start_with_models(
+    services: UiServices, current: int | None, request: Request, face_map: Sequence[FaceMapEntry] = ()
+) -> Iterator[Started]:
     """Start: the models the job needs that are not downloaded are downloaded first (their progress in the
     message area, Start disabled meanwhile), then the job is queued (``run_start``)."""
     try:
         if current is not None and services.job(int(current)).status in ACTIVE:
-            yield run_start(services, current, request)
+            yield run_start(services, current, request, face_map)
             return
-        request.files()
+        request.files(mapped=bool(face_map))
         needed = services.downloads.start_missing(job_models(services, request_settings(services, request)))
         if needed:
             busy = {"job_id": gr.skip(), "start": gr.Button(interactive=False), "timer": gr.skip(), "log": gr.skip()}
@@ -116,4 +119,4 @@ def run_start_with_models(services: UiServices, current: int | None, request: Re
             problem(error.for_page()), gr.skip(), start=gr.Button(interactive=True), timer=gr.skip(), log=gr.skip()
         )
         return
-    yield run_start(services, current, request)
+    yield run_start(services, current, request, face_map)

@@ -81,7 +81,12 @@ class Request:
             list(options),
         )
 
-    def files(self) -> tuple[list[Path], Path]:
+    def files(self, mapped: bool = False) -> tuple[list[Path], Path]:
+        """The source photos and the target; ``mapped``: the People panel gives the sources (none here)."""
+        if mapped:
+            if self.target is None:
+                raise InputError("add a target first")
+            return [], self.target
         if self.target is None or not self.sources:
             raise InputError("add a source photo and a target first")
         return self.sources, self.target
@@ -106,7 +111,9 @@ def request_settings(services: UiServices, request: Request, trim: bool = True) 
     """The saved settings with this tab's choices (the trim too, for a job)."""
     if not request.processors:
         raise InputError("choose at least one processor")
-    _, target = request.files()
+    if request.target is None:
+        raise InputError("add a target first")
+    target = request.target
     items: dict[str, Any] = {
         "processors": tuple(request.processors),
         "reference_face_position": request.position,

@@ -4,12 +4,14 @@ message area: a mistake is said there and every other control stays as it was.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
 
 from facefusion_ui.errors import FacefusionError
+from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
@@ -189,16 +191,18 @@ def gated_preview(services: UiServices, gate: PreviewGate, session: str, request
     return PreviewShown(message if gate.may_clear_message(session, number) else gr.skip(), images)
 
 
-@reported(Started)
-def run_start(services: UiServices, current: int | None, request: Request) -> Started:
+def run_start(
+    services: UiServices, current: int | None, request: Request, face_map: Sequence[FaceMapEntry] = ()
+) -> Started:
     """Queue the job (refused while this tab's last job is still queued or running); its id, the
-    message, the Start button disabled and the progress timer switched on."""
+    message, the Start button disabled and the progress timer switched on. ``face_map``: the People
+    panel's choices (then the source photos are not used)."""
     if current is not None and services.job(int(current)).status in ACTIVE:
         return Started(problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4)
-    sources, target = request.files()
+    sources, target = request.files(mapped=bool(face_map))
     settings = request_settings(services, request)
     output = output_path(services, target, request.folder, request.name)
-    new_id = services.enqueue(sources, target, output, settings, origin="single")
+    new_id = services.enqueue(sources, target, output, settings, origin="single", face_map=face_map)
     written = Path(services.job(new_id).payload["output"])
     shown = written.relative_to(services.outputs_dir) if services.outputs_dir in written.parents else written.name
     return Started(

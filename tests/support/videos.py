@@ -282,3 +282,43 @@ def crossing(width: int, height: int, frames: int) -> FrameMaker:
         return canvas
 
     return make
+
+
+def three_people(width: int, height: int, frames: int) -> FrameMaker:
+    """Three people: two t1 people crossing (one higher than the other) on the left, Grace Hopper on the
+    right who leaves for the middle third of the clip and comes back; a cut at two thirds, after which the
+    background changes and the two t1 people stand still on the other sides."""
+    left, right = t1_pair()
+    size = int(height * 0.4)
+    a, b = cv2.resize(left, (size, size)), cv2.resize(right, (size, size))
+    head = grace_head()
+    c = cv2.resize(head, (int(size * head.shape[1] / head.shape[0]), size))
+    lane = width - c.shape[1] - 8
+    cut, away = frames * 2 // 3, (frames // 3, frames // 2)
+    positions = crossing_positions(lane, cut, size)
+
+    def make(index: int) -> np.ndarray:
+        if index >= cut:
+            canvas = (background(width, height) * 0.6).astype(np.uint8)
+            paste(canvas, b, 4, int(height * 0.1))
+            paste(canvas, a, lane - size, int(height * 0.5))
+        else:
+            canvas = background(width, height)
+            xa, xb = positions[index]
+            paste(canvas, b, xb, int(height * 0.55))
+            paste(canvas, a, xa, int(height * 0.02))
+        if not away[0] <= index < away[1]:
+            paste(canvas, c, width - c.shape[1], int(height * 0.3))
+        return canvas
+
+    return make
+
+
+def three_people_who(width: int, height: int, frames: int, index: int, x: float, y: float) -> str:
+    """Which person of ``three_people`` a face centred at (x, y) in frame ``index`` is: "A" and "B" (the
+    two t1 people, A the higher one before the cut) or "C" (Grace Hopper), from how the clip was made."""
+    if x > width - height * 0.4:
+        return "C"
+    if index >= frames * 2 // 3:
+        return "B" if y < height * 0.45 else "A"
+    return "A" if y < height * 0.45 else "B"
