@@ -191,6 +191,7 @@ def gated_preview(services: UiServices, gate: PreviewGate, session: str, request
     return PreviewShown(message if gate.may_clear_message(session, number) else gr.skip(), images)
 
 
+@reported(Started)
 def run_start(
     services: UiServices, current: int | None, request: Request, face_map: Sequence[FaceMapEntry] = ()
 ) -> Started:
