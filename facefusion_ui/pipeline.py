@@ -355,8 +355,10 @@ class FramePipeline:
             faces = self.analyser.classify(frame, faces)
         chosen = pick_face(faces, self.settings, self.settings.reference_face_position, self.source_face)
         if chosen is None or chosen.embedding is None:
+            filters = filters_in_use(self.settings)
+            kept = f" that {', '.join(filters)} keep{'s' if len(filters) == 1 else ''}" if filters and faces else ""
             raise InputError(
-                f"no face in reference frame {self.settings.reference_frame_number}: pick another "
+                f"no face{kept} in reference frame {self.settings.reference_frame_number}: pick another "
                 "--reference-frame-number or use --face-selector-mode many"
             )
         self.reference = chosen.embedding

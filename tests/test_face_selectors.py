@@ -5,7 +5,9 @@ one line without the classifier, and a run with the stand-in installed selecting
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import zlib
 from pathlib import Path
 
 import cv2
@@ -19,6 +21,7 @@ from facefusion_ui.faces.classifier import (
     categorize_age,
     categorize_gender,
     categorize_race,
+    check_classifier,
     classifier_input,
     classify,
 )
@@ -26,11 +29,15 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.selector import filters_in_use, select_faces, sort_and_filter_faces, sort_faces
+from facefusion_ui.inference import SessionPool
+from facefusion_ui.model_download import download_model
+from facefusion_ui.models import load_manifest
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
 from tests.conftest import RunCli
 from tests.support import media
+from tests.support.http_server import ServedFile, serve
 from tests.support.onnx_models import build_fairface
 
 # FaceFusion's face_helper.py WARP_TEMPLATE_SET['arcface_112_v2'] and face_classifier.py's model options
@@ -279,3 +286,42 @@ def test_a_run_with_the_stand_in_selects_by_gender(
         assert "fairface" in stats["models_used"]
         selected[gender] = stats["faces_selected"]
     assert selected == {"female": genders.count("female"), "male": genders.count("male")}
+
+
+def test_auto_takes_the_source_photos_gender(
+    cli_here: RunCli, photos: tuple[Path, Path], tmp_path: Path, stand_in: Path, session: ort.InferenceSession
+) -> None:
+    source, target = photos
+    runtime = ModelRuntime.create(Settings(), stand_in)
+    astronaut = media.astronaut()
+    largest = FaceAnalyser(runtime).analyse(astronaut, Settings(), embeddings=False)[0]
+    source_gender = facefusion_classes(session, facefusion_input(astronaut, largest.kps))[0]
+    args = ["process", "-s", str(source), "-t", str(target), "-o", str(tmp_path / "auto.png"), "--json"]
+    args += ["--processors", "face_debugger", "--face-selector-gender", "auto"]
+    completed = cli_here(args, {"FACEFUSION_UI_MODELS": str(stand_in)})
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["faces_selected"] == expected_genders(session, runtime).count(source_gender)
+
+
+def test_fairface_is_in_the_catalog_and_downloads_like_the_others(tmp_path: Path) -> None:
+    manifest = load_manifest(folder=tmp_path)
+    spec = manifest["fairface"]
+    base = "https://huggingface.co/facefusion/models-3.0.0/resolve/main/"  # FaceFusion's models-3.0.0
+    assert (spec.url, spec.hash_url, spec.role, spec.verification) == (
+        base + "fairface.onnx",
+        base + "fairface.hash",
+        "classifier",
+        "hash_sidecar",
+    )
+    body = build_fairface(tmp_path / "built.onnx").read_bytes()
+    folder = tmp_path / "models"
+    served = ServedFile(body, extra={"model.hash": format(zlib.crc32(body), "08x").encode()})
+    with serve(served) as url:
+        loopback = dataclasses.replace(spec, url=url, hash_url=url.rsplit("/", 1)[0] + "/model.hash")
+        download_model(loopback, folder)
+    runtime = ModelRuntime({**manifest, "fairface": loopback}, folder, SessionPool(("cpu",)))
+    check_classifier(settings(face_selector_race="asian"), runtime)  # downloaded: nothing to say
+    frame, kps = textured_frame()
+    classes = FaceAnalyser(runtime).classify(frame, [Face(np.zeros(4, np.float32), 1.0, kps, "test")])[0]
+    assert classes.gender in ("female", "male") and classes.age is not None and classes.race is not None
+    assert "fairface" in runtime.onnx_models_used()

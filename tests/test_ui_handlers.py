@@ -572,3 +572,17 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert not (tmp_path / "models" / "tiny.onnx").exists()
     assert "is not downloaded" in settings.delete_model(services, "tiny_detector")[0]
     assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]
+
+
+def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(
+    services: UiServices, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from facefusion_ui.ui.single_request import job_models, request_settings
+
+    monkeypatch.setattr(services.runtime, "folder", tmp_path / "no-models")  # nothing downloaded there
+    plain = request(services, [files["face"]], files["grace"])
+    assert "fairface" not in job_models(services, request_settings(services, plain))
+    female = request(services, [files["face"]], files["grace"], face_selector_gender="female")
+    assert "fairface" in job_models(services, request_settings(services, female))  # Start downloads it first
+    message, _ = single_run.run_preview(services, female)
+    assert "model 'fairface' is not downloaded: download fairface on the Settings tab (Models)" in message
