@@ -586,3 +586,22 @@ def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(
     assert "fairface" in job_models(services, request_settings(services, female))  # Start downloads it first
     message, _ = single_run.run_preview(services, female)
     assert "model 'fairface' is not downloaded: download fairface on the Settings tab (Models)" in message
+
+
+def test_the_gallery_shows_the_faces_the_filters_keep(
+    services: UiServices, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.onnx_models import build_fairface
+
+    folder = tmp_path / "classifier"
+    folder.mkdir()
+    build_fairface(folder / "fairface.onnx")
+    monkeypatch.setattr(services.runtime, "folder", folder)
+    group = str(files["group"])
+    no_filter = ("none", "none", "", "")
+    assert len(single_run.analyse_target(services, group, 0, *no_filter).faces) == 6
+    female, male = (single_run.change_frame(services, group, 0, kept, "none", "", "") for kept in ("female", "male"))
+    assert len(female.faces) + len(male.faces) == 6 and female.faces and male.faces  # the stand-in splits them
+    assert female.position == 0
+    nobody = single_run.change_frame(services, group, 0, "none", "none", "9", "10")  # no FairFace bracket holds 9
+    assert nobody.faces == [] and "filters keep" in nobody.message
