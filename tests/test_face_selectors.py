@@ -15,7 +15,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from facefusion_ui.errors import SettingsError
+from facefusion_ui.errors import ModelError, SettingsError
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.classifier import (
     categorize_age,
@@ -30,6 +30,7 @@ from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.selector import filters_in_use, select_faces, sort_and_filter_faces, sort_faces
 from facefusion_ui.inference import SessionPool
+from facefusion_ui.jobs.payload import make_payload, validate_job
 from facefusion_ui.model_download import download_model
 from facefusion_ui.models import load_manifest
 from facefusion_ui.pipeline import FramePipeline
@@ -247,6 +248,15 @@ def test_a_filter_without_the_classifier_is_one_line_before_any_work(
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1 and "fairface" in lines[0] and "python run.py models download fairface" in lines[0]
     assert not (tmp_path / "out.png").exists()
+
+
+def test_a_job_with_a_filter_is_refused_at_add_without_the_classifier(
+    photos: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, target = photos
+    payload = make_payload([source], target, tmp_path / "out.png", settings(face_selector_age_start=30))
+    with pytest.raises(ModelError, match=r"face_selector_age_start needs the face classifier fairface.*download"):
+        validate_job(payload, ModelRuntime.create(Settings(), tmp_path / "no_models"))
 
 
 def test_without_filters_the_classifier_is_never_loaded(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.classifier import check_classifier
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_source
 from facefusion_ui.media_files import check_paths
@@ -34,11 +35,13 @@ def output_for(target: Path, output_dir: Path) -> Path:
 
 
 def validate_job(payload: dict[str, Any], runtime: ModelRuntime) -> None:
-    """Files exist and are usable, the output is writable and not the target, every source has a face
-    (each source photo is analysed once per content: the runtime's source cache)."""
+    """Files exist and are usable, the output is writable and not the target, a face selector's filter has
+    its classifier, every source has a face (each source photo is analysed once per content: the runtime's
+    source cache)."""
     sources, target, output, settings = payload_parts(payload)
     if check_paths(sources, target, output) == "video":
         probe_header(target)
+    check_classifier(settings, runtime)
     analyser = FaceAnalyser(runtime)
     for source in sources:
         load_source(source, analyser, settings)
