@@ -217,6 +217,17 @@ def test_every_mode_filters() -> None:
     assert len(select_faces(embedded, by_frame, reference, SCALE)) == 4
 
 
+def test_the_debugger_says_a_faces_classes_and_why_the_filters_dropped_it() -> None:
+    from facefusion_ui.processors.base import FaceReport, FrameContext
+    from facefusion_ui.processors.face_debugger import frame_annotations
+
+    man, woman, _, _ = CROWD
+    report = FaceReport([man, woman], [woman], [None, None], None, "cosine", 0.5, "many")
+    dropped, kept = frame_annotations(FrameContext(0, 0.0, Settings(), [woman], report=report))
+    assert "male, 30-38, white" in dropped.lines and "skipped: filtered out (face selector)" in dropped.lines
+    assert "female, 20-28, asian" in kept.lines and kept.selected
+
+
 def test_the_filters_default_to_none_and_the_age_window_holds_an_age() -> None:
     assert filters_in_use(Settings()) == ()
     assert filters_in_use(settings(face_selector_age_start=0, face_selector_age_end=100)) == ()
