@@ -95,7 +95,8 @@ def check_classifier(settings: Settings, runtime: ModelRuntime) -> None:
     if not used or model_state(runtime.spec(FACE_CLASSIFIER), runtime.folder).installed:
         return
     raise ModelError(
-        f"{', '.join(used)} needs the face classifier {FACE_CLASSIFIER}, which is not downloaded",
+        f"{' and '.join(used)} need{'s' if len(used) == 1 else ''} the face classifier {FACE_CLASSIFIER}, "
+        "which is not downloaded",
         remedy=download_remedy(FACE_CLASSIFIER),
         setting=used[0],
     )
