@@ -20,6 +20,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.classifier import FACE_CLASSIFIER, check_classifier
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detection_schedule import DetectionSchedule
 from facefusion_ui.faces.face import Face, FaceMesh
@@ -31,7 +32,14 @@ from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import ScheduleState
-from facefusion_ui.faces.selector import pick_face, reference_threshold, select_faces
+from facefusion_ui.faces.selector import (
+    classifies_source,
+    classifies_targets,
+    filters_in_use,
+    pick_face,
+    reference_threshold,
+    select_faces,
+)
 from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
@@ -122,6 +130,10 @@ class FramePipeline:
             self.identities = IdentityTracker(cache)
         if settings.face_selector_mode == "reference" and settings.reference_face_from == "source":
             self.reference = sources.mean_raw_embedding()
+        self.source_face = self.classified_source() if classifies_source(settings) else None
+        """The source face, classified, whose gender or race an ``auto`` filter takes (else None)."""
+        self.classifies = classifies_targets(settings)
+        """Whether each frame's faces are classified (the face selector's filters keep faces by class)."""
         self.meshes: MeshSmoother | None = None
         """Set by ``start_video`` when a processor draws with the faces' meshes (single images: never)."""
         self.reads_68 = reads_68_landmarks(self.processors)
@@ -140,6 +152,7 @@ class FramePipeline:
     ) -> FramePipeline:
         """Create the processors, check their models, and read the source photos (fails fast). With a face
         map (``people``) its sources are the people's own and ``source_paths`` is not read."""
+        check_classifier(settings, runtime)
         registry = registry or ProcessorRegistry.discover()
         processors = [registry.create(name, settings, runtime) for name in settings.processors]
         options = [registry.options_for(name, settings) for name in settings.processors]
@@ -151,6 +164,11 @@ class FramePipeline:
             return cls(settings, runtime, processors, people.first_source(), FaceAnalyser(runtime), options, people)
         sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
         return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
+
+    def classified_source(self) -> Face:
+        """The largest face of the source photos with its classes (FaceFusion takes the largest source face)."""
+        largest = max(self.sources.faces, key=lambda source: source.face.area)
+        return self.analyser.classify(largest.image, [largest.face])[0]
 
     @property
     def needs_embeddings(self) -> bool:
@@ -265,11 +283,13 @@ class FramePipeline:
                 track_ids = tuple(identity.id if identity is not None else None for _, identity in resolved)
             else:
                 faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
+        if self.classifies:
+            faces = self.analyser.classify(frame, faces)
         persons: tuple[int, ...] = ()
         if self.people is not None:
             selected, persons = self.select_people(faces)
         else:
-            selected = select_faces(faces, self.settings, self.reference, self.scale)
+            selected = select_faces(faces, self.settings, self.reference, self.scale, self.source_face)
         if self.meshes is not None and selected:
             faces, selected = self.smooth_meshes(frame, index, timestamp, faces, selected, track_ids)
         self.stats.faces_selected += len(selected)
@@ -373,10 +393,14 @@ class FramePipeline:
         if self.settings.face_selector_mode != "reference" or self.settings.reference_face_from != "frame":
             return
         faces = self.analyser.analyse(frame, self.settings, embeddings=True)
-        chosen = pick_face(faces, self.settings.face_selector_order, self.settings.reference_face_position)
+        if filters_in_use(self.settings):
+            faces = self.analyser.classify(frame, faces)
+        chosen = pick_face(faces, self.settings, self.settings.reference_face_position, self.source_face)
         if chosen is None or chosen.embedding is None:
+            filters = filters_in_use(self.settings)
+            kept = f" that {', '.join(filters)} keep{'s' if len(filters) == 1 else ''}" if filters and faces else ""
             raise InputError(
-                f"no face in reference frame {self.settings.reference_frame_number}: pick another "
+                f"no face{kept} in reference frame {self.settings.reference_frame_number}: pick another "
                 "--reference-frame-number or use --face-selector-mode many"
             )
         self.reference = chosen.embedding
@@ -395,6 +419,8 @@ class FramePipeline:
         names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
         if self.needs_embeddings:
             names.append(settings.face_recognizer_model)
+        if filters_in_use(settings):
+            names.append(FACE_CLASSIFIER)
         for processor in self.processors:
             names.extend(processor.required_models())
         return list(dict.fromkeys(names))

@@ -22,6 +22,7 @@ from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
     DETECTOR_GRID,
     DETECTOR_SIZE_RANGE,
+    FACE_SELECTOR_AGE_RANGE,
     FIXED_DETECTOR_SIZES,
     ExecutionProvider,
     FaceCacheScope,
@@ -34,8 +35,10 @@ from facefusion_ui.types import (
     FaceOccluderModel,
     FaceParserModel,
     FaceRecognizerModel,
+    FaceSelectorGender,
     FaceSelectorMode,
     FaceSelectorOrder,
+    FaceSelectorRace,
     FaceSwapperModel,
     FaceSwapperPixelBoost,
     Fp16Mode,
@@ -458,6 +461,34 @@ class Settings:
         "face order for 'one' and positions",
         page=(Place("settings:faces", 8),),
     )
+    face_selector_gender: FaceSelectorGender | None = _setting(
+        None,
+        one_of(choices(FaceSelectorGender), optional=True),
+        "keep only faces of this gender (auto: the source face's; none: any); needs the fairface classifier",
+        page=(Place("single:faces", 3),),
+        label="Gender (none: any; auto: the source's; fairface)",
+    )
+    face_selector_race: FaceSelectorRace | None = _setting(
+        None,
+        one_of(choices(FaceSelectorRace), optional=True),
+        "keep only faces of this race (auto: the source face's; none: any); needs the fairface classifier",
+        page=(Place("single:faces", 4),),
+        label="Race (none: any; auto: the source's; fairface)",
+    )
+    face_selector_age_start: int | None = _setting(
+        None,
+        whole_number(*FACE_SELECTOR_AGE_RANGE, optional=True),
+        "keep only faces whose age range reaches this age or more (none: 0); needs the fairface classifier",
+        page=(Place("single:faces", 5),),
+        label="Age from (none: 0; fairface)",
+    )
+    face_selector_age_end: int | None = _setting(
+        None,
+        whole_number(*FACE_SELECTOR_AGE_RANGE, optional=True),
+        "keep only faces whose age range reaches below this age (none: 100); needs the fairface classifier",
+        page=(Place("single:faces", 6),),
+        label="Age below (none: 100; fairface)",
+    )
     reference_face_from: ReferenceFaceFrom = _setting(
         "frame", one_of(choices(ReferenceFaceFrom)), "reference mode: a face of the target, or the source person"
     )
@@ -634,6 +665,7 @@ class Settings:
                 f"trim_frame_end ({self.trim_frame_end}) must be greater than "
                 f"trim_frame_start ({self.trim_frame_start})"
             )
+        _check_age_window(self.face_selector_age_start, self.face_selector_age_end)
 
     def with_items(self, **values: Any) -> Settings:
         unknown = sorted(set(values) - set(setting_keys()))
@@ -664,6 +696,16 @@ def _check_detector_size(model: str, size: int) -> None:
     fixed = FIXED_DETECTOR_SIZES.get(model)
     if fixed is not None and size != fixed:
         raise _fail("face_detector_size", size, f"{fixed} only with face_detector_model {model} (its fixed input)")
+
+
+def _check_age_window(start: int | None, end: int | None) -> None:
+    """The age window holds at least one age: its end (exclusive, as FaceFusion's ``range``) after its start."""
+    low, high = FACE_SELECTOR_AGE_RANGE
+    if (end if end is not None else high) <= (start if start is not None else low):
+        raise SettingsError(
+            f"face_selector_age_end ({end}) must be greater than face_selector_age_start ({start})",
+            setting="face_selector_age_end",
+        )
 
 
 def _jsonable(value: Any) -> Any:

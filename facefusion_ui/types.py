@@ -19,7 +19,19 @@ Matrix = npt.NDArray[np.float64]
 # Choices --------------------------------------------------------------------------------------------
 FaceSelectorMode = Literal["many", "one", "reference"]
 ReferenceFaceFrom = Literal["frame", "source"]
-FaceSelectorOrder = Literal["large-small", "small-large", "left-right", "right-left", "top-bottom", "best-worst"]
+FaceSelectorOrder = Literal[
+    "large-small", "small-large", "left-right", "right-left", "top-bottom", "bottom-top", "best-worst", "worst-best"
+]
+Gender = Literal["female", "male"]
+"""What the face classifier (fairface) says of a face (FaceFusion's ``types.py``, ``Gender``)."""
+Race = Literal["white", "black", "latino", "asian", "indian", "arabic"]
+"""FairFace's seven classes as FaceFusion reads them onto six (``face_classifier.py``, ``categorize_race``)."""
+FaceSelectorGender = Literal["auto", "female", "male"]
+"""Keep only faces of this gender; ``auto``: the source face's (FaceFusion's ``FaceSelectorGender``)."""
+FaceSelectorRace = Literal["auto", "white", "black", "latino", "asian", "indian", "arabic"]
+"""Keep only faces of this race; ``auto``: the source face's (FaceFusion's ``FaceSelectorRace``)."""
+FACE_SELECTOR_AGE_RANGE = (0, 100)
+"""The ages a selector's window may start and end at (FaceFusion's ``face_selector_age_range``)."""
 FaceDetectorModel = Literal[
     "dlib_hog", "mediapipe_blazeface", "scrfd_2.5g", "det_10g", "retinaface_10g", "yoloface_8n", "yunet_2023_mar"
 ]
@@ -97,8 +109,10 @@ ModelRole = Literal[
     "frame_enhancer",
     "lip_syncer",
     "debugger",
+    "classifier",
 ]
-"""What a model does; a ``converter`` maps an ArcFace embedding into the space a swapper was trained on."""
+"""What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
+embedding into the space a swapper was trained on."""
 ModelVerification = Literal["sha256", "hash_sidecar", "package", "none"]
 """How a download is checked: a pinned sha256, the publisher's CRC32 ``.hash`` sidecar (its sha256 then
 recorded and checked on later loads), the package it ships in, or nothing (imported files)."""

@@ -65,7 +65,14 @@ SETTINGS_TAB = (
         ),
     ),
 )
-SINGLE_FACES = ("face_selector_mode", "reference_face_distance")
+SINGLE_FACES = (
+    "face_selector_mode",
+    "reference_face_distance",
+    "face_selector_gender",
+    "face_selector_race",
+    "face_selector_age_start",
+    "face_selector_age_end",
+)
 SINGLE_PROCESSORS = {
     "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
     "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
@@ -149,6 +156,10 @@ def test_the_page_calls_a_few_settings_by_a_label_of_their_own() -> None:
         "face_detector_interval": "Videos: full-frame detection every N frames, faces followed between",
         "face_selector_mode": "Which faces",
         "reference_face_distance": "Reference: same-person distance",
+        "face_selector_gender": "Gender (none: any; auto: the source's; fairface)",
+        "face_selector_race": "Race (none: any; auto: the source's; fairface)",
+        "face_selector_age_start": "Age from (none: 0; fairface)",
+        "face_selector_age_end": "Age below (none: 100; fairface)",
         "face_recognition_score": "identity match distance",
         "video_chunk_size": "Chunk length (seconds or auto)",
         "execution_providers": "Execution providers (in order)",

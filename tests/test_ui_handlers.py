@@ -572,3 +572,36 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert not (tmp_path / "models" / "tiny.onnx").exists()
     assert "is not downloaded" in settings.delete_model(services, "tiny_detector")[0]
     assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]
+
+
+def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(
+    services: UiServices, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from facefusion_ui.ui.single_request import job_models, request_settings
+
+    monkeypatch.setattr(services.runtime, "folder", tmp_path / "no-models")  # nothing downloaded there
+    plain = request(services, [files["face"]], files["grace"])
+    assert "fairface" not in job_models(services, request_settings(services, plain))
+    female = request(services, [files["face"]], files["grace"], face_selector_gender="female")
+    assert "fairface" in job_models(services, request_settings(services, female))  # Start downloads it first
+    message, _ = single_run.run_preview(services, female)
+    assert "model 'fairface' is not downloaded: download fairface on the Settings tab (Models)" in message
+
+
+def test_the_gallery_shows_the_faces_the_filters_keep(
+    services: UiServices, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.onnx_models import build_fairface
+
+    folder = tmp_path / "classifier"
+    folder.mkdir()
+    build_fairface(folder / "fairface.onnx")
+    monkeypatch.setattr(services.runtime, "folder", folder)
+    group = str(files["group"])
+    no_filter = ("none", "none", "", "")
+    assert len(single_run.analyse_target(services, group, 0, *no_filter).faces) == 6
+    female, male = (single_run.change_frame(services, group, 0, kept, "none", "", "") for kept in ("female", "male"))
+    assert len(female.faces) + len(male.faces) == 6 and female.faces and male.faces  # the stand-in splits them
+    assert female.position == 0
+    nobody = single_run.change_frame(services, group, 0, "none", "none", "9", "10")  # no FairFace bracket holds 9
+    assert nobody.faces == [] and "filters keep" in nobody.message

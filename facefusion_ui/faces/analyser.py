@@ -16,6 +16,7 @@ import numpy as np
 from facefusion_ui.errors import UsageError
 from facefusion_ui.faces.alignment import estimate_pose, kps_from_68
 from facefusion_ui.faces.change_gate import Area
+from facefusion_ui.faces.classifier import FACE_CLASSIFIER, classified
 from facefusion_ui.faces.detection import Detection, non_max_suppression, to_frame
 from facefusion_ui.faces.detector_blazeface import detect_blazeface
 from facefusion_ui.faces.detector_dlib import detect_dlib_hog
@@ -246,6 +247,13 @@ class FaceAnalyser:
                 return embed_dlib(rgb, face, recognizer, predictor)
         spec, session = self.runtime.onnx_session(name)
         return embed_arcface(frame, face, session, spec)
+
+    def classify(self, frame: Frame, faces: Sequence[Face]) -> list[Face]:
+        """``faces`` with their gender, age bracket and race (fairface; the face selector's filters)."""
+        if not faces:
+            return []
+        _, session = self.runtime.onnx_session(FACE_CLASSIFIER)
+        return [classified(frame, face, session) for face in faces]
 
     def embed(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Face:
         return face.with_embedding(self.embedding(frame, rgb, face, settings), settings.face_recognizer_model)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from facefusion_ui.types import DistanceMetric, Embedding, Points
+from facefusion_ui.types import DistanceMetric, Embedding, Gender, Points, Race
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +41,11 @@ class Face:
     recognizer: str | None = None
     yaw: float = 0.0
     pitch: float = 0.0
+    gender: Gender | None = None
+    """What the face classifier says (``faces/classifier.py``); none where it did not run."""
+    age: range | None = None
+    """The age bracket the classifier says, e.g. ``range(20, 29)`` (FaceFusion's ``Age``)."""
+    race: Race | None = None
 
     @property
     def width(self) -> float:
@@ -62,6 +67,9 @@ class Face:
         vector = np.asarray(embedding, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(vector)) or 1.0
         return replace(self, embedding=vector, normed_embedding=vector / norm, recognizer=recognizer)
+
+    def with_classes(self, gender: Gender, age: range, race: Race) -> Face:
+        return replace(self, gender=gender, age=age, race=race)
 
 
 def embedding_distance(a: Embedding, b: Embedding, metric: DistanceMetric) -> float:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.classifier import check_classifier
 from facefusion_ui.faces.face_map import FaceMapEntry, one_face_photo
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_source
@@ -57,9 +58,10 @@ def output_for(target: Path, output_dir: Path) -> Path:
 
 
 def validate_job(payload: dict[str, Any], runtime: ModelRuntime) -> None:
-    """Files exist and are usable, the output is writable and not the target, every source has a face
-    (each source photo is analysed once per content: the runtime's source cache); a face map on an image is
-    checked whole, on a video its photos (its numbers when it runs, after the people pass)."""
+    """Files exist and are usable, the output is writable and not the target, a face selector's filter has
+    its classifier, every source has a face (each source photo is analysed once per content: the runtime's
+    source cache); a face map on an image is checked whole, on a video its photos (its numbers when it
+    runs, after the people pass)."""
     job = job_of(payload)
     kind = check_paths(job.photos(), job.target, job.output)
     if kind == "video":
@@ -67,6 +69,8 @@ def validate_job(payload: dict[str, Any], runtime: ModelRuntime) -> None:
     if job.face_map and kind == "image":
         people_swap(job, runtime)  # the whole map checked: numbers, WHO photos, sources
         return
+    if not job.face_map:
+        check_classifier(job.settings, runtime)
     analyser = FaceAnalyser(runtime)
     for entry in job.face_map:  # a video's numbers are checked when it runs (the people pass)
         if entry.number is None:

@@ -45,7 +45,7 @@ def skip_reason(face: Face, report: FaceReport, selected: bool) -> str | None:
     if report.mode == "one":
         return "not chosen (mode one)"
     if report.mode != "reference":
-        return "not selected"
+        return "filtered out (face selector)"  # mode many drops a face for its gender, race or age alone
     if face.embedding is None:
         return "turned: no identity" if abs(face.yaw) > FRONTAL_YAW else "no identity"
     if report.reference is None:
@@ -56,6 +56,8 @@ def skip_reason(face: Face, report: FaceReport, selected: bool) -> str | None:
 def describe(face: Face, report: FaceReport | None, position: int) -> Annotation:
     chosen = report is None or any(face is other for other in report.selected)
     lines = [f"score {face.score:.2f}"]
+    if face.gender is not None and face.age is not None and face.race is not None:  # classified (fairface)
+        lines.append(f"{face.gender}, {face.age.start}-{face.age.stop - 1}, {face.race}")
     if report is not None:
         track = report.track_ids[position] if position < len(report.track_ids) else None
         if track is not None:

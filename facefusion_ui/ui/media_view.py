@@ -10,10 +10,12 @@ import cv2
 import numpy as np
 
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.classifier import FACE_CLASSIFIER
 from facefusion_ui.faces.face import Face
-from facefusion_ui.faces.selector import sort_faces
+from facefusion_ui.faces.selector import filters_in_use, sort_and_filter_faces
 from facefusion_ui.faces.source import load_source, read_image
 from facefusion_ui.media_files import media_kind
+from facefusion_ui.models import model_state
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.ui.services import UiServices
@@ -70,10 +72,15 @@ def face_thumbnail(image: Frame, face: Face) -> np.ndarray:
 
 
 def target_faces(services: UiServices, image: Frame, settings: Settings) -> list[tuple[np.ndarray, str]]:
-    """The faces of a frame as gallery items, in the order positions count them."""
-    found = sort_faces(
-        FaceAnalyser(services.runtime).analyse(image, settings, embeddings=False), settings.face_selector_order
-    )
+    """The faces of a frame as gallery items, in the order positions count them: sorted, and kept by the
+    face selector's filters when one is in use and fairface is downloaded (``auto`` keeps every face here:
+    the gallery knows no source face)."""
+    analyser = FaceAnalyser(services.runtime)
+    faces = analyser.analyse(image, settings, embeddings=False)
+    runtime = services.runtime
+    if filters_in_use(settings) and model_state(runtime.spec(FACE_CLASSIFIER), runtime.folder).installed:
+        faces = analyser.classify(image, faces)
+    found = sort_and_filter_faces(faces, settings)
     return [(face_thumbnail(image, face), f"face {number}") for number, face in enumerate(found)]
 
 

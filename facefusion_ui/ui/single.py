@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from facefusion_ui.faces.selector import FILTER_SETTINGS
 from facefusion_ui.state_manager import setting_rule
 from facefusion_ui.ui import single_models, single_run
 from facefusion_ui.ui.common import outputs_of
@@ -324,15 +325,20 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
             outputs_of(single_run.SourcesShown, tab),
         ).then(**show_preview, **PREVIEW_EVENT)
     fitted = outputs_of(single_run.TargetShown, tab)
-    tab.target.change(functools.partial(single_run.analyse_target, services), [tab.target, tab.frame], fitted).then(
-        single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden"
-    ).then(**show_preview, **PREVIEW_EVENT)
+    # the face selector's filters: the gallery shows the faces they keep, as the reference position counts them
+    filters = [tab.setting_controls[keys.index(key)] for key in FILTER_SETTINGS]
+    tab.target.change(
+        functools.partial(single_run.analyse_target, services), [tab.target, tab.frame, *filters], fitted
+    ).then(single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden").then(
+        **show_preview, **PREVIEW_EVENT
+    )
     tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
-    tab.frame.release(
-        functools.partial(single_run.change_frame, services),
-        [tab.target, tab.frame],
-        outputs_of(single_run.FrameShown, tab),
-    ).then(**show_preview, **PREVIEW_EVENT)
+    for event in (tab.frame.release, *(control.change for control in filters)):
+        event(
+            functools.partial(single_run.change_frame, services),
+            [tab.target, tab.frame, *filters],
+            outputs_of(single_run.FrameShown, tab),
+        ).then(**show_preview, **PREVIEW_EVENT)
     for bound in (tab.trim_start, tab.trim_end):
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.faces.classifier import FACE_CLASSIFIER
+from facefusion_ui.faces.selector import filters_in_use
 from facefusion_ui.models import missing_model_error
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, merge_options, page_setting_keys
@@ -128,10 +130,13 @@ def request_settings(services: UiServices, request: Request, trim: bool = True) 
 
 
 def job_models(services: UiServices, settings: Settings) -> list[str]:
-    """The models a job with ``settings`` loads: the face analysis's and each processor's."""
+    """The models a job with ``settings`` loads: the face analysis's (the classifier when a face selector's
+    filter is in use) and each processor's."""
     names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
     if settings.face_selector_mode == "reference":
         names.append(settings.face_recognizer_model)
+    if filters_in_use(settings):
+        names.append(FACE_CLASSIFIER)
     for processor in settings.processors:
         names.extend(services.registry.create(processor, settings, services.runtime).required_models())
     return list(dict.fromkeys(names))

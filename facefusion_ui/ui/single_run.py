@@ -12,9 +12,12 @@ import gradio as gr
 
 from facefusion_ui.errors import FacefusionError
 from facefusion_ui.faces.face_map import FaceMapEntry
+from facefusion_ui.faces.selector import FILTER_SETTINGS
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
+from facefusion_ui.ui.controls import control_values
 from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
@@ -98,8 +101,15 @@ def show_sources(services: UiServices, source_values: Any) -> SourcesShown:
     return SourcesShown(message, (kept or None) if dropped else gr.skip(), thumbnails)
 
 
+def gallery_settings(services: UiServices, filters: tuple[Any, ...]) -> Settings:
+    """The saved settings with the tab's face selector filters (``FILTER_SETTINGS``' controls), when given."""
+    if not filters:
+        return services.settings()
+    return services.settings().with_items(**control_values(FILTER_SETTINGS, filters))
+
+
 @reported(TargetShown)
-def analyse_target(services: UiServices, target_value: Any, frame: float) -> TargetShown:
+def analyse_target(services: UiServices, target_value: Any, frame: float, *filters: Any) -> TargetShown:
     """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
     range fitted to its length, hidden for an image; the reference position back to 0."""
     path = file_path(target_value)
@@ -109,8 +119,8 @@ def analyse_target(services: UiServices, target_value: Any, frame: float) -> Tar
     info = target_info(path)
     last = max(info.frame_count - 1, 0)
     frame = min(int(frame or 0), last)
-    faces = target_faces(services, frame_of(path, frame), services.settings())
-    message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
+    faces = target_faces(services, frame_of(path, frame), gallery_settings(services, filters))
+    message = "" if faces else no_face_line(filters)
     return TargetShown(
         message,
         faces,
@@ -123,14 +133,21 @@ def analyse_target(services: UiServices, target_value: Any, frame: float) -> Tar
 
 
 @reported(FrameShown)
-def change_frame(services: UiServices, target_value: Any, frame: float) -> FrameShown:
-    """The faces of another frame of the video (the frame slider was moved)."""
+def change_frame(services: UiServices, target_value: Any, frame: float, *filters: Any) -> FrameShown:
+    """The faces of another frame of the video (the frame slider was moved), or of the same frame kept by
+    other filters (``filters``: the face selector filters' controls)."""
     path = file_path(target_value)
     if path is None:
         return FrameShown("", [], 0, "")
-    faces = target_faces(services, frame_of(path, int(frame or 0)), services.settings())
-    message = "" if faces else problem("No face found in this frame: try another frame or a larger photo.")
+    faces = target_faces(services, frame_of(path, int(frame or 0)), gallery_settings(services, filters))
+    message = "" if faces else no_face_line(filters)
     return FrameShown(message, faces, 0, frame_line(target_value, frame))
+
+
+def no_face_line(filters: tuple[Any, ...]) -> str:
+    if any(value not in (None, "", "none") for value in filters):
+        return problem("No face in this frame that the face selector's filters keep: try other filters or frame.")
+    return problem("No face found in this frame: try another frame or a larger photo.")
 
 
 def frame_line(target_value: Any, frame: float) -> str:

@@ -359,3 +359,57 @@ def build_bisenet(path: Path) -> Path:
         initializer=[_const("weights", weights)],
     )
     return _save(graph, path)
+
+
+CLASSIFIER_CLASSES = (7, 2, 9)
+"""How many ids each of the classifier stand-in's outputs has: race, gender, age (FairFace's heads)."""
+CLASSIFIER_STEPS = 40.0
+"""The classifier stand-in's ids step this many times per unit of its weighted means (fine enough that a
+crop moved by a pixel, a swapped channel or another normalisation gives other ids; coarse enough that
+float rounding does not)."""
+
+
+def classifier_weights() -> np.ndarray:
+    """Where the classifier stand-in looks: each pixel's weight in the 224 px crop, growing to the right and
+    down (as ``recognizer_weights``), so that another template or fit gives another input."""
+    ys, xs = np.mgrid[:224, :224].astype(np.float32) / 223.0
+    weights: np.ndarray = (1.0 + 2.0 * xs + 3.0 * ys**2).astype(np.float32)
+    return weights
+
+
+def classifier_matrix() -> np.ndarray:
+    """Mixes the three channels' weighted means into one value per output (race, gender, age)."""
+    return np.array([[0.9, -0.4, 0.3], [-0.2, 0.8, 0.5], [0.4, 0.3, -0.7]], np.float32)
+
+
+def build_fairface(path: Path) -> Path:
+    """FairFace-like classifier: ``input`` 1x3x224x224 -> ``race_id``, ``gender_id``, ``age_id``, each an
+    int64 of shape (1,) as FairFace's export gives them (ids, not scores). Each id is
+    floor(CLASSIFIER_STEPS x (channel means weighted by ``classifier_weights``) @ ``classifier_matrix``)
+    modulo the output's class count."""
+    nodes = [
+        helper.make_node("Mul", ["input", "weights"], ["weighted"]),
+        helper.make_node("GlobalAveragePool", ["weighted"], ["pooled"]),
+        helper.make_node("Flatten", ["pooled"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "mix"], ["mixed"]),
+        helper.make_node("Mul", ["mixed", "steps"], ["scaled"]),
+        helper.make_node("Floor", ["scaled"], ["floored"]),
+        helper.make_node("Cast", ["floored"], ["whole"], to=TensorProto.INT64),
+        helper.make_node("Mod", ["whole", "classes"], ["ids"], fmod=0),
+        helper.make_node("Split", ["ids"], ["race_2d", "gender_2d", "age_2d"], axis=1),
+        *(helper.make_node("Reshape", [f"{name}_2d", "shape_1"], [f"{name}_id"]) for name in ("race", "gender", "age")),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "fairface_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info(f"{name}_id", TensorProto.INT64, [1]) for name in ("race", "gender", "age")],
+        initializer=[
+            _const("weights", classifier_weights().reshape(1, 1, 224, 224)),
+            _const("mix", classifier_matrix()),
+            _const("steps", np.array(CLASSIFIER_STEPS, np.float32)),
+            _const("classes", np.array([CLASSIFIER_CLASSES], np.int64)),
+            _const("shape_1", np.array([1], np.int64)),
+        ],
+    )
+    return _save(graph, path)
