@@ -36,7 +36,7 @@ system-deps:
 	else echo "the tests need chromium (/usr/bin/chromium) and redis-server: sudo apt-get install chromium redis-server"; exit 1; fi
 
 test: system-deps lint
-	$(VENV_PY) -m pytest --durations=20
+	$(VENV_PY) -m pytest -n 2 --dist loadfile --durations=20
 
 test-fast: install-test
 	$(VENV_PY) -m pytest --tier fast -q

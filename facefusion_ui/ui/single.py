@@ -138,8 +138,9 @@ def render_sources_and_target() -> dict[str, Any]:
 def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
     """Which faces change, the reference position, and the reference distance as a slider."""
     settings = services.settings()
-    fallback = services.runtime.spec(settings.face_recognizer_model).threshold
-    for key in FACE_SETTINGS:
+    distance = services.runtime.spec(settings.face_recognizer_model).threshold
+    for key in FACE_SETTINGS:  # a blank distance stands at the recognizer's own; a blank age bound is none
+        fallback = distance if key == "reference_face_distance" else None
         controls[key] = setting_control(key, getattr(settings, key), info=FACE_INFOS.get(key), fallback=fallback)
     high = getattr(setting_rule("reference_face_position"), "high", 1000)
     return gr.Number(
