@@ -100,9 +100,19 @@ class ModelError(FacefusionError):
 
 
 class DownloadError(FacefusionError):
-    """A download that failed (network, server); running the same command again resumes it."""
+    """A download that failed (network, server); running the same command again resumes it. ``why``:
+    the cause in a clause (e.g. the server cannot be looked up); ``offline``: the server could not be
+    reached at all; ``kept``: the bytes kept for a resume. Each front end says them its own way."""
 
     transient = True
+
+    def __init__(
+        self, message: str, *, why: str = "", offline: bool = False, kept: int = 0, remedy: Remedy | None = None
+    ) -> None:
+        super().__init__(message, remedy=remedy)
+        self.why = why
+        self.offline = offline
+        self.kept = kept
 
 
 class DependencyError(FacefusionError):

@@ -247,12 +247,26 @@ def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
         "chunk",
     )
     assert set(saved.execution_providers) == {"directml", "cpu"}
+    # saved settings are what a new page load shows, without a restart (another tab of the browser)
+    ui.services.save_settings({"output_video_quality": 71})
+    other = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    fresh = other.new_page()
+    fresh.goto(ui.url)
+    fresh.wait_for_selector("#single-start", timeout=60_000)
+    fresh.get_by_role("tab", name="Settings").click()
+    expect(fresh.locator("#settings-preset input")).to_have_value("strict", timeout=30_000)
+    expect(fresh.locator("#setting-face_detector_model:visible input")).to_have_value(
+        re.compile("^mediapipe_blazeface"), timeout=30_000
+    )
+    expect(fresh.locator("#setting-output_video_quality:visible input[type=number]")).to_have_value("71")
+    expect(fresh.locator("#settings-unsaved")).to_have_text("")
+    other.close()
     # a model download from the page: its progress, then what went wrong (a file that is not the model)
     ui.services.downloads.url_for["det_10g"] = url
     page.locator("#settings-model input").click()
     page.get_by_role("option", name="det_10g").click()
     page.locator("#settings-download").click()
-    expect(page.locator("#settings-downloads")).to_contain_text("det_10g: download failed", timeout=120_000)
+    expect(page.locator("#settings-downloads")).to_contain_text("det_10g was not downloaded: ", timeout=120_000)
     page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
 
 

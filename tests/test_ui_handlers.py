@@ -20,6 +20,7 @@ from facefusion_ui.paths import home_dir
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
+from facefusion_ui.ui.common import progress_line
 from facefusion_ui.ui.processor_options import option_fields
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import REQUEST_CONTROLS, Request, single_keys
@@ -572,3 +573,59 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert not (tmp_path / "models" / "tiny.onnx").exists()
     assert "is not downloaded" in settings.delete_model(services, "tiny_detector")[0]
     assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]
+
+
+def test_each_page_load_shows_the_settings_saved_since_the_page_was_built(services: UiServices) -> None:
+    built = services.settings()
+    assert all(value == gr.skip() for value in settings.page_values(services, built)[2:-2])
+    chosen = {"preset": "lightweight", "execution_providers": ("cuda", "cpu"), "output_video_quality": 70}
+    services.save_settings(chosen)
+    preset, table, *controls, rows, unsaved = settings.page_values(services, built)
+    assert unsaved == ""
+    assert preset == "lightweight" and "Selected: **lightweight**" in table and rows
+    shown = dict(zip(settings.settings_keys(), controls, strict=True))
+    assert shown["output_video_quality"]["value"] == 70
+    assert shown["execution_providers"]["value"] == ["cuda", "cpu"]
+    single_values = single.page_values(services, built)
+    keys = single_keys(services.registry)
+    by_key = dict(zip(keys, single_values[1 : 1 + len(keys)], strict=True))
+    assert by_key["output_video_quality"]["value"] == 70
+    assert by_key["face_selector_mode"] == gr.skip()  # unchanged: left as the page shows it
+
+
+def test_a_cancel_after_the_last_frames_says_it_came_too_late(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    (job,) = services.store.jobs()
+    assert services.store.claim("test-owner", 60) is not None
+    message, *_ = batch.act_on_jobs(services, "cancel", [job.id])
+    assert message == f"stopping at their next frames: job {job.id}"
+    assert services.store.complete(job.id, "test-owner", {"output": job.payload["output"], "kind": "image"})
+    done = services.store.get(job.id)
+    assert (done.status, done.cancel_requested) == ("completed", False)  # never completed with a cancel pending
+    assert batch.table_rows(services)[0][3] == "completed (the cancel came too late)"
+    assert "the cancel came too late" in progress_line(services.store.get(job.id))
+    message, *_ = batch.act_on_jobs(services, "cancel", [job.id])
+    assert f"job {job.id} is already completed: nothing to cancel" in message
+    assert not services.store.get(job.id).cancel_requested
+
+
+def test_retried_jobs_sharing_an_output_name_never_fail_for_it(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    first, second = (job.id for job in services.store.jobs())
+    batch.act_on_jobs(services, "cancel", [first, second])
+    for job_id in (first, second):  # both given one name (as the queue did before names were claimed)
+        services.store.set_status_line(job_id, "cancelled")
+    shared = services.store.get(first).payload["output"]
+    with services.store._write() as connection:
+        connection.execute("UPDATE jobs SET payload = json_set(payload, '$.output', ?)", (shared,))
+    message, *_ = batch.act_on_jobs(services, "retry", [first, second])
+    assert message == f"queued again: job {first}, job {second}"
+    outputs = [services.store.get(job_id).payload["output"] for job_id in (first, second)]
+    assert outputs[0] == shared and outputs[1] != shared and outputs[1].endswith("-2.png")
+    # a run still writing the output (a name the user chose): the job waits for it, at no attempt's cost
+    claimed = services.store.claim("test-owner", 60)
+    assert claimed is not None
+    services.store.wait_for_output(claimed.id, "test-owner", "another run is writing it", 0.0)
+    waiting = services.store.get(claimed.id)
+    assert (waiting.status, waiting.attempts) == ("queued", 0) and "waiting" in (waiting.status_line or "")

@@ -116,6 +116,8 @@ def progress_line(job: Job) -> str:
         return f"job {job.id}: {job.frames_done}/{job.frames_total} frames · {job.fps:.1f} fps{eta}{chunk}"
     if job.status == "failed":
         return f"job {job.id} failed: {job.last_error}"
+    if job.status == "completed" and job.status_line and job.status_line != "completed":
+        return f"job {job.id} {job.status_line}"  # e.g. a cancel that came too late
     return f"job {job.id} {job.status}"
 
 

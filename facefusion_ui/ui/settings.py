@@ -24,7 +24,6 @@ from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rul
 from facefusion_ui.types import PageGroup, PresetName, choices
 from facefusion_ui.ui.common import outputs_of, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, setting_control
-from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
 from facefusion_ui.ui.services import UiServices
 
@@ -102,9 +101,15 @@ class SettingsTab:
     models: Any
     downloads: Any
     timer: Any
+    shown: Settings
+    """The settings the page was built with: what a browser shows before its page load updates it."""
 
     def fields(self) -> list[Any]:
         return [self.preset, *self.controls]
+
+    def loaded(self) -> list[Any]:
+        """What ``page_values`` updates, in its order."""
+        return [self.preset, self.table, *self.controls, self.models, self.unsaved]
 
 
 def render_controls(services: UiServices) -> list[Any]:
@@ -152,16 +157,20 @@ def render_settings_tab(services: UiServices) -> SettingsTab:
         unsaved = gr.Markdown("", elem_id="settings-unsaved")
     saved = gr.Markdown("", elem_id="settings-saved")
     parts = render_models(services)
-    return SettingsTab(preset, controls, table, save, saved, unsaved, **parts, timer=gr.Timer(1.0))
+    return SettingsTab(preset, controls, table, save, saved, unsaved, **parts, timer=gr.Timer(1.0), shown=settings)
 
 
 def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     keys = settings_keys()
     preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS]
-    tab.preset.change(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved])
+    # the person's own edits only (a page load showing the saved settings is no edit), then what is unsaved
     mark = functools.partial(unsaved_line, services)
-    for control in tab.fields():
-        control.change(mark, tab.fields(), tab.unsaved, show_progress="hidden")
+    tab.preset.input(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved]).then(
+        mark, tab.fields(), tab.unsaved, show_progress="hidden"
+    )
+    for control in tab.controls:
+        edit = control.input if hasattr(control, "input") else control.change
+        edit(mark, tab.fields(), tab.unsaved, show_progress="hidden", trigger_mode="always_last")
     tab.save.click(functools.partial(run_save, services), tab.fields(), outputs_of(Saved, tab))
     tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
     tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
@@ -176,8 +185,22 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     )
 
 
-def build_settings_tab(services: UiServices) -> None:
-    listen_settings_tab(render_settings_tab(services), services)
+def build_settings_tab(services: UiServices) -> SettingsTab:
+    tab = render_settings_tab(services)
+    listen_settings_tab(tab, services)
+    return tab
+
+
+def page_values(services: UiServices, shown: Settings) -> list[Any]:
+    """At each page load, the tab as the saved settings are now (``SettingsTab.loaded()``'s parts): the
+    preset, its table, each control whose saved value differs from ``shown`` (the page was built with
+    those), the models' table, and no unsaved change."""
+    settings = services.settings()
+    controls = [
+        control_update(key, getattr(settings, key)) if getattr(settings, key) != getattr(shown, key) else gr.skip()
+        for key in settings_keys()
+    ]
+    return [settings.preset, preset_table(settings.preset), *controls, model_rows(services), ""]
 
 
 def choose_preset(name: str) -> tuple[Any, ...]:
@@ -266,7 +289,7 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {page_line(status)}" for status in services.downloads.progress().values())
+    return services.downloads.lines()
 
 
 def model_names(key: str) -> list[str]:

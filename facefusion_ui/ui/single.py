@@ -12,15 +12,16 @@ from typing import Any
 
 import gradio as gr
 
-from facefusion_ui.state_manager import setting_rule
+from facefusion_ui.state_manager import Settings, setting_rule
 from facefusion_ui.ui import single_models, single_run
 from facefusion_ui.ui.common import outputs_of
-from facefusion_ui.ui.controls import setting_control
+from facefusion_ui.ui.controls import control_update, setting_control
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import (
     MASK_SETTINGS,
     is_model_list,
     model_labels,
+    option_fields,
     processor_label,
     processor_settings,
     render_option_control,
@@ -78,6 +79,12 @@ class SingleTab:
     option_controls: list[Any]
     """One control per option of ``option_fields``, in that order."""
     models: ModelPickers
+    shown: Settings
+    """The settings the page was built with: what a browser shows before its page load updates it."""
+
+    def loaded(self) -> list[Any]:
+        """What ``page_values`` updates, in its order."""
+        return [self.processors, *self.setting_controls, *self.option_controls]
 
     def request(self) -> list[Any]:
         """The inputs of preview and Start, as ``single_request.Request.parse`` reads them: the controls
@@ -296,6 +303,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
         setting_controls=[controls[key] for key in single_keys(services.registry)],
         option_controls=options,
         models=pickers,
+        shown=services.settings(),
     )
 
 
@@ -366,5 +374,31 @@ def listen_models(models: ModelPickers, services: UiServices) -> None:
     )
 
 
-def build_single_tab(services: UiServices) -> None:
-    listen_single_tab(render_single_tab(services), services)
+def build_single_tab(services: UiServices) -> SingleTab:
+    tab = render_single_tab(services)
+    listen_single_tab(tab, services)
+    return tab
+
+
+def page_values(services: UiServices, shown: Settings) -> list[Any]:
+    """At each page load, the tab's settings as saved now (``SingleTab.loaded()``'s parts): the processors,
+    each setting control and each option control whose saved value differs from ``shown`` (the page was
+    built with those; the others are left as they are)."""
+    settings = services.settings()
+    names = services.registry.names()
+    chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
+    processors = chosen if settings.processors != shown.processors else gr.skip()
+    fallback = services.runtime.spec(settings.face_recognizer_model).threshold
+    controls = []
+    for key in single_keys(services.registry):
+        value = getattr(settings, key)
+        if value == getattr(shown, key):
+            controls.append(gr.skip())
+        else:
+            controls.append(control_update(key, fallback if value is None and key in FACE_SETTINGS else value))
+    options = []
+    for processor, option in option_fields(services):
+        now = settings.processor_options.get(processor, {}).get(option.name, option.default)
+        before = shown.processor_options.get(processor, {}).get(option.name, option.default)
+        options.append(gr.update(value=now) if now != before else gr.skip())
+    return [processors, *controls, *options]

@@ -16,7 +16,7 @@ from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, pr
 from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, missing_models, output_path, request_settings
+from facefusion_ui.ui.single_request import Request, missing_names, output_path, request_settings
 
 LOG_LINES = 40
 ACTIVE = ("queued", "running")
@@ -165,9 +165,10 @@ def run_preview(services: UiServices, request: Request) -> PreviewShown:
     if request.target is None or not request.sources:
         return PreviewShown(gr.skip(), gr.skip())
     settings = request_settings(services, request, trim=False)
-    missing = missing_models(services, settings)
-    if missing:  # said here, with the page's remedy (the pipeline would stop on them too)
-        return PreviewShown(problem("; ".join(error.for_page() for error in missing)), gr.skip())
+    missing = missing_names(services, settings)
+    if missing:  # the preview before the choice would no longer match it: cleared (Download is beside the model)
+        names = f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
+        return PreviewShown(problem(f"No preview until {names} downloaded (the one shown was out of date)"), None)
     image = frame_of(request.target, request.frame)
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
     pipeline.set_reference_from(image)
