@@ -269,3 +269,14 @@ def test_choosing_a_missing_model_gives_one_instruction_and_clears_the_preview(
     names = "inswapper_128, arcface_w600k_r50"
     assert message == f"⚠️ No preview until {names} are downloaded (the one shown was out of date)"
     assert preview is None  # the preview of the model chosen before is no longer shown
+
+
+def test_an_ended_download_is_shown_for_a_while_then_to_no_later_page_load(offline: UiServices) -> None:
+    offline.downloads.shown_s = 1.0
+    offline.downloads.start("inswapper_128")
+    wait_until(lambda: not offline.downloads.running(), "the download to fail")
+    assert "inswapper_128 was not downloaded" in settings.download_lines(offline)  # to the page that asked
+    wait_until(lambda: offline.downloads.progress() == {}, "the failure to expire")
+    assert settings.download_lines(offline) == ""  # a later page load, in any browser, starts clean
+    line, *_ = single_models.download_tick(offline, [])
+    assert line == gr.skip()

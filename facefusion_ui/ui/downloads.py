@@ -5,6 +5,7 @@ once (no restart)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,6 +60,8 @@ def moved(spec: ModelSpec, url: str) -> ModelSpec:
 
 
 BAR_CELLS = 20
+ENDED_SHOWN_S = 60.0
+"""An ended download (its failure, or that it is here) is shown this long, then no longer to new page loads."""
 
 
 def progress_bar(status: DownloadStatus) -> str:
@@ -80,6 +83,8 @@ class PageDownloads:
     url_for: dict[str, str] = field(default_factory=dict)
     """Another address for a model (tests, mirrors); the catalog's otherwise."""
     sizes: ModelSizes = field(default_factory=ModelSizes, repr=False)
+    shown_s: float = ENDED_SHOWN_S
+    """How long an ended download stays in ``progress()`` (every page load would show it otherwise)."""
     _service: ModelDownloads | None = field(default=None, repr=False)
 
     def spec(self, name: str) -> ModelSpec:
@@ -137,7 +142,14 @@ class PageDownloads:
         return "\n".join(f"- {page_line(status, self.instead(status.name))}" for status in shown)
 
     def progress(self) -> dict[str, DownloadStatus]:
-        return self._service.statuses() if self._service is not None else {}
+        """The downloads under way, and those that ended in the last ``shown_s`` seconds."""
+        statuses = self._service.statuses() if self._service is not None else {}
+        now = time.monotonic()
+        return {
+            name: status
+            for name, status in statuses.items()
+            if status.ended_at is None or now - status.ended_at < self.shown_s
+        }
 
     def wait(self, name: str, timeout_s: float) -> None:
         """Until the download of ``name`` ends or ``timeout_s`` passed."""
