@@ -299,11 +299,13 @@ def model_names(key: str) -> list[str]:
 def download_progress(
     services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: int
 ) -> tuple[Any, ...]:
-    """Progress of the downloads (the table refreshed while any runs, and once after); each time more
-    downloads have ended, the model dropdowns relabelled (installed, sizes) without a reload."""
-    lines = download_lines(services)
+    """Progress of the downloads while any runs, and once more when more have ended (the table refreshed
+    and the model dropdowns relabelled (installed, sizes) without a reload); nothing otherwise, so a
+    message written there since (Delete's) stays."""
     finished = sum(status.finished for status in services.downloads.progress().values())
     relabel = finished != finished_seen
+    news = services.downloads.running() or relabel
+    lines = download_lines(services) if news else ""
     dropdowns = [gr.update(choices=model_choices(services, names)) if relabel else gr.skip() for names in model_lists]
     return (lines or gr.skip()), model_rows(services) if lines else gr.skip(), finished, *dropdowns
 
