@@ -17,7 +17,7 @@ import pytest
 
 from facefusion_ui.jobs.store import wait_for
 from facefusion_ui.paths import home_dir
-from facefusion_ui.presets import PRESET_KEYS
+from facefusion_ui.presets import PRESET_KEYS, load_presets
 from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
 from facefusion_ui.ui.common import progress_line
@@ -338,6 +338,9 @@ def test_old_jobs_without_an_origin_stay_readable(services: UiServices, files: d
 def test_choose_preset_shows_and_fills_every_preset_value() -> None:
     table, *updates, saved = settings.choose_preset("strict")
     assert "Selected: **strict**" in table and saved == ""
+    for preset in load_presets():  # who each is for and what it trades, from its own file
+        assert f"- **{preset.name}**: {preset.description}. Trades {preset.trades}." in table and preset.trades
+    assert "| frames buffered between stages |" in table  # the settings by their page labels
     values = dict(zip(PRESET_KEYS, (update["value"] for update in updates), strict=True))
     assert isinstance(values["execution_threads"], int) and isinstance(values["face_cache_limit"], int)
     assert values["face_cache_lifetime"] is not None and values["video_chunk_size"]

@@ -20,7 +20,7 @@ from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
+from facefusion_ui.state_manager import Settings, page_setting_keys, setting_label, setting_rule
 from facefusion_ui.types import PageGroup, PresetName, choices
 from facefusion_ui.ui.common import outputs_of, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, setting_control
@@ -62,11 +62,15 @@ def suggested() -> str:
 
 
 def preset_table(selected: str) -> str:
+    """Who each preset is for and what it trades (its file's ``description`` and ``trades``), then the
+    values each sets, by the settings' page labels."""
     presets = load_presets()
+    intro = [f"- **{p.name}**: {p.description}" for p in presets]
+    intro = [line + (f". Trades {p.trades}." if p.trades else "") for line, p in zip(intro, presets, strict=True)]
     header = "| setting | " + " | ".join(f"**{p.name}**" if p.name == selected else p.name for p in presets) + " |"
-    lines = [header, "|---|" + "---|" * len(presets)]
+    lines = [*intro, "", header, "|---|" + "---|" * len(presets)]
     for key in PRESET_KEYS:
-        lines.append(f"| {key} | " + " | ".join(str(p.values[key]) for p in presets) + " |")
+        lines.append(f"| {setting_label(key)} | " + " | ".join(str(p.values[key]) for p in presets) + " |")
     return "\n".join(lines) + f"\n\nSuggested for this machine: **{suggested()}**. Selected: **{selected}**."
 
 
