@@ -43,8 +43,11 @@ class FacefusionError(Exception):
         remedy: Remedy | None = None,
         paths: Sequence[str | os.PathLike[str]] = (),
         setting: str | None = None,
+        page_problem: str | None = None,
     ) -> None:
         self.problem = message
+        self.page_problem = page_problem
+        """The problem in the page's words where they differ (a field by its label, not its option)."""
         """What went wrong, without the remedy."""
         self.remedy = remedy
         self.paths = tuple(os.fspath(path) for path in paths)
@@ -62,7 +65,7 @@ class FacefusionError(Exception):
     def for_page(self) -> str:
         """The line as the page says it: each file by its name (an upload as the person picked it), and
         the remedy where the page offers it."""
-        text = self.problem
+        text = self.page_problem or self.problem
         for path in sorted(self.paths, key=len, reverse=True):  # longest first: a file's before its folder's
             text = text.replace(path, os.path.basename(path) or path)
         return text + (self.remedy.sep + self.remedy.page if self.remedy and self.remedy.page else "")

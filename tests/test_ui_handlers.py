@@ -373,7 +373,7 @@ def test_save_settings_says_what_is_wrong(services: UiServices) -> None:
     message, _ = settings.run_save(services, "balanced", *fields(services, face_recognition_score="close"))
     assert "identity match distance 'close' is not a number" in message
     message, _ = settings.run_save(services, "balanced", *fields(services, video_chunk_size="soon"))
-    assert "video_chunk_size" in message
+    assert "Chunk length (seconds or auto): 'soon' is not allowed here" in message
     assert "not valid" in settings.unsaved_line(services, "balanced", *fields(services, video_chunk_size="soon"))
     assert not (services.store.path.parent / "settings.json").exists()
 
@@ -634,3 +634,21 @@ def test_retried_jobs_sharing_an_output_name_never_fail_for_it(services: UiServi
     services.store.wait_for_output(claimed.id, "test-owner", "another run is writing it", 0.0)
     waiting = services.store.get(claimed.id)
     assert (waiting.status, waiting.attempts) == ("queued", 0) and "waiting" in (waiting.status_line or "")
+
+
+def test_the_page_says_mistakes_in_its_own_words_not_the_command_lines(tmp_path: Path) -> None:
+    from facefusion_ui.errors import FacefusionError
+    from facefusion_ui.output_lock import OutputLock
+    from facefusion_ui.state_manager import setting_label, validate_item
+
+    with pytest.raises(FacefusionError) as refused:
+        validate_item("output_video_resolution", "abc")
+    assert "output_video_resolution" in str(refused.value)  # the command line names its option
+    page = refused.value.for_page()
+    assert page.startswith(setting_label("output_video_resolution")) and "output_video_resolution" not in page
+    output = tmp_path / "out.mp4"
+    with OutputLock(output), pytest.raises(FacefusionError) as busy:
+        OutputLock(output).acquire()
+    assert str(busy.value).endswith("choose another -o")
+    assert busy.value.for_page().endswith("is writing out.mp4: wait for it or give another name")
+    assert "GOP" not in setting_label("video_copy_unchanged")

@@ -190,9 +190,9 @@ def test_output_size_and_rate_go_into_the_job(page: UiServices, photos: dict[str
     blank = page.store.get(again).payload["settings"]
     assert (blank["output_video_resolution"], blank["output_video_fps"]) == (None, None)
     refused = start(page, [photos["face"]], clip, output_video_resolution="720p")[0]
-    assert (
-        refused.startswith("⚠️ invalid value '720p' for setting 'output_video_resolution'") and "WIDTHxHEIGHT" in refused
-    )
+    label = setting_rule("output_video_resolution") and "videos: the output's frame size"
+    assert refused.startswith(f"⚠️ {label}") and "'720p' is not allowed here" in refused
+    assert "output_video_resolution" not in refused  # the field by its label, not its option
     assert "is not a number" in start(page, [photos["face"]], clip, output_video_fps="fast")[0]
 
 
