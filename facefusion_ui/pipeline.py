@@ -330,7 +330,7 @@ class FramePipeline:
         """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
         if self.settings.face_selector_mode != "reference" or self.settings.reference_face_from != "frame":
             return
-        faces = self.analyser.analyse(frame, self.settings, embeddings=True)
+        faces = self.analyser.analyse(frame, self.settings, embeddings=True, counted=False)  # counted as it runs
         chosen = pick_face(faces, self.settings.face_selector_order, self.settings.reference_face_position)
         if chosen is None or chosen.embedding is None:
             raise InputError(

@@ -173,6 +173,7 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(page.locator("#single-frame")).to_be_hidden()
     expect(page.locator("#single-preview img")).to_have_count(2, timeout=120_000)
     assert page.get_by_text("Error", exact=True).count() == 0
+    layout_checks(page)
     # a video target: frame slider and trim range with times; Start is disabled while the job runs
     page.locator("#single-target button[aria-label='Clear']").first.click()
     page.locator("#single-target input[type=file]").set_input_files(str(media_files["clip"]))
@@ -180,6 +181,10 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
         "Trim: from 0:00.00 to 0:00.64 (16 frames)", timeout=60_000
     )
     expect(page.locator("#single-frame")).to_be_visible()
+    typed = page.locator("#single-frame input[type=number]")  # a frame number typed, then Enter
+    typed.fill("9")
+    typed.press("Enter")
+    expect(page.locator("#single-frame-time")).to_contain_text("Frame 9 at 0:00.36", timeout=30_000)
     page.locator("#single-start").click()
     expect(page.locator("#single-message")).to_contain_text("queued: it writes clip_swapped_", timeout=60_000)
     expect(page.locator("#single-start")).to_be_disabled(timeout=10_000)
@@ -188,6 +193,26 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(page.locator("#single-start")).to_be_enabled()
     expect(page.locator("#single-log textarea")).not_to_have_value("", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "ui-single.png"), full_page=True)
+
+
+def layout_checks(page: Any) -> None:
+    """The run order said, the face strips captioned above (no label over the thumbnails), file names
+    whole, and the preview in view while the face mask options far down the left column are edited."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#single-run-order")).to_have_text("Runs: 1. face_swapper")
+    assert page.locator("#single-faces [data-testid=block-label]").count() == 0
+    expect(page.get_by_text("Faces in that frame: click one to make it the reference")).to_be_visible()
+    stem = page.locator("#single-sources .filename .stem").first
+    assert stem.evaluate("element => getComputedStyle(element).whiteSpace") == "normal"
+    page.get_by_text("Face mask (how changed faces blend in)").click()
+    mask = page.locator("#setting-face_mask_blur:visible")
+    mask.scroll_into_view_if_needed()
+    expect(mask).to_be_in_viewport()
+    expect(page.locator("#single-preview")).to_be_in_viewport()
+    page.screenshot(path=str(ARTIFACTS / "ui-single-layout.png"))
+    page.get_by_text("Face mask (how changed faces blend in)").click()
+    page.evaluate("window.scrollTo(0, 0)")
 
 
 def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:

@@ -652,3 +652,36 @@ def test_the_page_says_mistakes_in_its_own_words_not_the_command_lines(tmp_path:
     assert str(busy.value).endswith("choose another -o")
     assert busy.value.for_page().endswith("is writing out.mp4: wait for it or give another name")
     assert "GOP" not in setting_label("video_copy_unchanged")
+
+
+def test_a_broken_or_audio_only_target_is_one_line_in_the_message_area(
+    services: UiServices, files: dict[str, Path], tmp_path: Path
+) -> None:
+    tone = tmp_path / "tone.m4a"
+    tone.write_bytes(b"\x00" * 64)  # the picker lets audio through: the server says what it is
+    for target in (files["broken"], tone):
+        message, *_ = single_run.analyse_target(services, str(target), 0)
+        assert message.startswith("⚠️ ") and "\n" not in message and target.name in message
+        assert str(target.parent) not in message  # no server path
+        assert single_run.frame_line(str(target), 3) == ""  # no error pop-up after it
+        assert single_run.trim_times(str(target), 0, 3) == ""
+
+
+def test_the_processors_run_order_is_said() -> None:
+    assert single_run.run_order(["face_swapper", "face_enhancer"]) == "Runs: 1. face_swapper → 2. face_enhancer"
+    assert single_run.run_order([]) == ""
+
+
+def test_a_running_image_job_says_so_and_counts_each_face_once(services: UiServices, files: dict[str, Path]) -> None:
+    from facefusion_ui.core import process
+    from facefusion_ui.job import RunContext, SwapJob
+
+    batch.run_add(services, [str(files["face"])], [str(files["group"])], "", 0)
+    claimed = services.store.claim("test-owner", 60)
+    assert claimed is not None
+    assert progress_line(services.store.get(claimed.id)) == f"job {claimed.id}: working on the image"
+    assert batch.table_rows(services)[0][4:6] == ["", ""]  # no "0/0 frames", no "0.0 fps"
+    settings_used = services.settings().with_items(face_selector_mode="reference")
+    job = SwapJob(settings_used, (files["face"],), files["group"], files["group"].with_name("out.jpg"))
+    stats = process(job, RunContext(runtime=services.runtime)).stats
+    assert stats["faces_detected"] == 6  # six people, counted once (the reference frame is the same frame)

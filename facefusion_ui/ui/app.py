@@ -54,9 +54,16 @@ def check_port(host: str, port: int) -> None:
             ) from error
 
 
-PAGE_CSS = ".face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }"
-"""Face galleries as a strip of small whole thumbnails: Gradio widens a lone item to the full width, and the
-gallery's height then shows only its top (a forehead)."""
+PAGE_CSS = """
+.face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }
+.strip-caption p { margin: 0; font-size: var(--block-label-text-size); color: var(--block-label-text-color); }
+#single-sources .filename .stem, #single-target .filename .stem { white-space: normal; overflow-wrap: anywhere; }
+#single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; }
+"""
+"""Face galleries as a strip of small whole thumbnails (Gradio widens a lone item to the full width, and the
+gallery's height then shows only its top: a forehead), captioned above rather than under a label laid over
+them; file names whole; the options' column scrolled on its own, so the preview beside it stays in view
+while they are edited."""
 
 
 def build_app(services: Any) -> Any:

@@ -41,7 +41,7 @@ def job_row(job: Job, selected: Sequence[int]) -> list[Any]:
         Path(job.target).name,
         status,
         progress,
-        f"{job.fps:.1f}",
+        f"{job.fps:.1f}" if job.frames_total else "",
         eta,
         f"{job.attempts}/{job.max_attempts}",
         job_text(job.payload, job.last_error or ""),

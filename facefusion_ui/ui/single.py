@@ -61,6 +61,7 @@ class SingleTab:
     faces: Any
     position: Any
     processors: Any
+    run_order: Any
     folder: Any
     name: Any
     preview: Any
@@ -97,8 +98,10 @@ def render_sources_and_target() -> dict[str, Any]:
     sources = gr.File(
         label="Source face photo(s): one person", file_count="multiple", file_types=["image"], elem_id="single-sources"
     )
+    gr.Markdown("The face found in each source photo", elem_classes=["strip-caption"])
     source_faces = gr.Gallery(
         label="The face found in each source photo",
+        show_label=False,
         columns=6,
         height=130,
         object_fit="contain",
@@ -106,7 +109,8 @@ def render_sources_and_target() -> dict[str, Any]:
         elem_id="single-source-faces",
         elem_classes=["face-strip"],
     )
-    target = gr.File(label="Target image or video", file_types=["image", "video"], elem_id="single-target")
+    # audio too: a file the picker would drop silently is said in the message area instead
+    target = gr.File(label="Target image or video", file_types=["image", "video", "audio"], elem_id="single-target")
     frame = gr.Slider(
         0, 1, value=0, step=1, label="Frame (reference and preview)", visible=False, elem_id="single-frame"
     )
@@ -117,8 +121,10 @@ def render_sources_and_target() -> dict[str, Any]:
         )
         trim_end = gr.Slider(0, 1, value=1, step=1, label="Trim: last frame", visible=False, elem_id="single-trim-end")
     trim_times = gr.Markdown("", elem_id="single-trim-times")
+    gr.Markdown("Faces in that frame: click one to make it the reference", elem_classes=["strip-caption"])
     faces = gr.Gallery(
         label="Faces in that frame: click one to make it the reference",
+        show_label=False,
         columns=6,
         height=170,
         object_fit="contain",
@@ -196,7 +202,9 @@ def render_option(services: UiServices, processor: str, option: Any, value: Any,
         return pickers.add(services, control, names, value, f"single-download-{processor}-{option.name}")
 
 
-def render_processors(services: UiServices, controls: dict[str, Any], pickers: ModelPickers) -> tuple[Any, list[Any]]:
+def render_processors(
+    services: UiServices, controls: dict[str, Any], pickers: ModelPickers
+) -> tuple[Any, Any, list[Any]]:
     """The processors, and beside each its settings and declared options (a model with its Download
     button); the downloads' progress line; then the face mask."""
     settings = services.settings()
@@ -205,9 +213,10 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     processors = gr.CheckboxGroup(
         [(processor_label(services.registry, name), name) for name in names],
         value=chosen,
-        label="Processors (in order)",
+        label="Processors (they run in the order you tick them)",
         elem_id="single-processors",
     )
+    order = gr.Markdown(single_run.run_order(chosen), elem_id="single-run-order")
     table = services.registry.option_table()
     options = []
     given = settings.processor_options
@@ -226,7 +235,7 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     pickers.line = gr.Markdown("", elem_id="single-downloads")
     pickers.timer = gr.Timer(1.0, active=True)  # the first tick labels the models with the sizes found since
     render_group("Face mask (how changed faces blend in)", MASK_SETTINGS, settings, controls)
-    return processors, options
+    return processors, order, options
 
 
 def render_group(title: str, keys: tuple[str, ...], settings: Any, controls: dict[str, Any]) -> None:
@@ -284,17 +293,18 @@ def render_single_tab(services: UiServices) -> SingleTab:
     controls: dict[str, Any] = dict.fromkeys(single_keys(services.registry))
     pickers = ModelPickers()
     with gr.Row():
-        with gr.Column():
+        with gr.Column(elem_id="single-options-column"):  # scrolled on its own: the preview stays in view
             media = render_sources_and_target()
             position = render_faces(services, controls)
-            processors, options = render_processors(services, controls, pickers)
+            processors, order, options = render_processors(services, controls, pickers)
             folder, name = render_output(services, controls)
-        with gr.Column():
+        with gr.Column(elem_id="single-run-column"):
             run = render_run_column()
     return SingleTab(
         **media,
         position=position,
         processors=processors,
+        run_order=order,
         folder=folder,
         name=name,
         **run,
@@ -332,6 +342,14 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden"
     ).then(**show_preview, **PREVIEW_EVENT)
     tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
+    # the frame's time follows a drag and a typed number (Enter) alike
+    tab.frame.input(
+        single_run.frame_line,
+        [tab.target, tab.frame],
+        tab.frame_time,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
     tab.frame.release(
         functools.partial(single_run.change_frame, services),
         [tab.target, tab.frame],
@@ -340,6 +358,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     for bound in (tab.trim_start, tab.trim_end):
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)
+    tab.processors.change(single_run.run_order, tab.processors, tab.run_order, show_progress="hidden")
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)

@@ -13,7 +13,15 @@ from facefusion_ui.errors import FacefusionError
 from facefusion_ui.jobs.worker import read_log
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
-from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
+from facefusion_ui.ui.media_view import (
+    TargetInfo,
+    frame_of,
+    frame_time,
+    rgb,
+    source_face,
+    target_faces,
+    target_info,
+)
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, missing_names, output_path, request_settings
@@ -133,25 +141,37 @@ def change_frame(services: UiServices, target_value: Any, frame: float) -> Frame
 
 def frame_line(target_value: Any, frame: float) -> str:
     """'Frame 9 at 0:00.36' under the frame slider of a video; nothing for an image or no target."""
+    info = readable_target(target_value)
+    return f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}" if info and info.is_video else ""
+
+
+def readable_target(target_value: Any) -> TargetInfo | None:
+    """The target's kind and length; none without a target or when it cannot be read (the message area
+    already says why: ``analyse_target`` reads it first)."""
     path = file_path(target_value)
     if path is None:
-        return ""
-    info = target_info(path)
-    return f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}" if info.is_video else ""
+        return None
+    try:
+        return target_info(path)
+    except FacefusionError:
+        return None
 
 
 def trim_times(target_value: Any, start: float, end: float) -> str:
     """The trim range as times: 'from 0:01.50 to 0:04.00 (61 frames)'."""
-    path = file_path(target_value)
-    if path is None:
-        return ""
-    info = target_info(path)
-    if not info.is_video:
+    info = readable_target(target_value)
+    if info is None or not info.is_video:
         return ""
     first, last = int(start or 0), int(info.frame_count - 1 if end is None else end)
     if last < first:
         return problem(f"the trim ends (frame {last}) before it starts (frame {first})")
     return f"Trim: from {frame_time(first, info.fps)} to {frame_time(last + 1, info.fps)} ({last - first + 1} frames)"
+
+
+def run_order(processors: Any) -> str:
+    """The chosen processors in the order they run (the order they were ticked in)."""
+    chosen = list(processors or [])
+    return "Runs: " + " → ".join(f"{number}. {name}" for number, name in enumerate(chosen, 1)) if chosen else ""
 
 
 def pick(event: gr.SelectData) -> int:
