@@ -84,6 +84,27 @@ def test_gradio_client_round_trip(ui: RunningUi, media_files: dict[str, Path]) -
     assert ui.services.store.counts().get("completed", 0) >= 1
 
 
+def test_the_api_is_a_few_named_endpoints_and_the_readme_example_runs(
+    ui: RunningUi, media_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gradio_client import Client
+
+    endpoints = Client(ui.url, verbose=False).view_api(return_format="dict", print_info=False)
+    named = endpoints["named_endpoints"]
+    assert set(named) == {"/swap", "/submit", "/job", "/cancel", "/settings"} and not endpoints["unnamed_endpoints"]
+    assert [item["parameter_name"] for item in named["/submit"]["parameters"]] == [
+        "sources",
+        "target",
+        "settings",
+        "priority",
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("<!-- api-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    exec(example, {"URL": ui.url, "FACE": str(media_files["face"]), "TARGET": str(media_files["grace"])})
+    output, status, written = capsys.readouterr().out.split()[-3:]  # what the example printed last
+    assert status == "completed" and Path(output).exists() and Path(written).exists()
+
+
 def test_binds_loopback_by_default(ui: RunningUi) -> None:
     assert ui.url.startswith("http://127.0.0.1:")
     assert ui.demo.server_name == "127.0.0.1"

@@ -685,3 +685,18 @@ def test_a_running_image_job_says_so_and_counts_each_face_once(services: UiServi
     job = SwapJob(settings_used, (files["face"],), files["group"], files["group"].with_name("out.jpg"))
     stats = process(job, RunContext(runtime=services.runtime)).stats
     assert stats["faces_detected"] == 6  # six people, counted once (the reference frame is the same frame)
+
+
+def test_the_api_queues_with_settings_and_follows_the_job(services: UiServices, files: dict[str, Path]) -> None:
+    from facefusion_ui.ui.api import api_cancel, api_job, api_submit
+
+    job_id = api_submit(services, [str(files["face"])], str(files["grace"]), '{"face_selector_mode": "one"}', 2)
+    stored = services.store.get(job_id)
+    assert stored.payload["settings"]["face_selector_mode"] == "one" and stored.priority == 2
+    assert stored.payload["origin"] == "api"
+    view = api_job(services, job_id)
+    assert (view["status"], view["progress"], view["output"]) == ("queued", f"job {job_id}: queued", None)
+    assert api_cancel(services, job_id) == f"job {job_id} cancelled"
+    for wrong, said in (("{", "settings: not JSON"), ('{"fp16": "never"}', "invalid value 'never' for setting 'fp16'")):
+        with pytest.raises(gr.Error, match=said):
+            api_submit(services, [str(files["face"])], str(files["grace"]), wrong, 0)

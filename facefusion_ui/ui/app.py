@@ -70,7 +70,7 @@ def build_app(services: Any) -> Any:
     import gradio as gr
 
     from facefusion_ui.ui import settings, single
-    from facefusion_ui.ui.api import build_api
+    from facefusion_ui.ui.api import build_api, hide_page_events
     from facefusion_ui.ui.batch import build_batch_tab
 
     with gr.Blocks(title="facefusion_ui") as demo:
@@ -94,6 +94,7 @@ def build_app(services: Any) -> Any:
             settings_tab.loaded(),
             show_progress="hidden",
         )
+    hide_page_events(demo)
     return demo
 
 
