@@ -270,6 +270,73 @@ def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(table).not_to_contain_text("batch_grace.png", timeout=30_000)
 
 
+def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], folder: Path) -> None:
+    """A cancel that comes after a job's last frames is said as too late, never beside "completed"; two
+    jobs given one output name, retried from the page, both complete under names of their own."""
+    import shutil
+
+    from playwright.sync_api import expect
+
+    store, services = ui.services.store, ui.services
+    table, message = page.locator("#batch-table"), page.locator("#batch-message")
+    names = {name: shutil.copy(media_files["grace"], folder / f"{name}.png") for name in ("late", "twin_a", "twin_b")}
+    store.set_paused(True)
+    try:
+        late = services.enqueue(
+            [media_files["face"]],
+            Path(names["late"]),
+            services.outputs_dir / "batch" / "late_swapped.png",
+            services.settings(),
+            origin="batch",
+        )
+        assert store.claim("test-owner", 60) is not None  # running: its last frames are being written
+        page.locator("#batch-clear").click()
+        page.locator("#batch-table [role=gridcell]", has_text="late.png").first.click()
+        expect(page.locator("#batch-selection")).to_contain_text(f"job {late}", timeout=30_000)
+        page.locator("#batch-cancel").click()
+        expect(message).to_contain_text(f"stopping at their next frames: job {late}", timeout=30_000)
+        output = Path(store.get(late).payload["output"])
+        shutil.copy(media_files["grace"], output)
+        assert store.complete(late, "test-owner", {"output": str(output), "kind": "image"})
+        expect(table).to_contain_text("completed (the cancel came too late)", timeout=30_000)
+        assert not store.get(late).cancel_requested
+        # two jobs that were given one output name (as before names were claimed), both cancelled
+        twins = [
+            services.enqueue(
+                [media_files["face"]],
+                Path(names[name]),
+                services.outputs_dir / "batch" / "twin.png",
+                services.settings(),
+                origin="batch",
+            )
+            for name in ("twin_a", "twin_b")
+        ]
+        for job_id in twins:
+            store.cancel(job_id)
+        shared = store.get(twins[0]).payload["output"]
+        with store._write() as connection:
+            connection.execute(
+                "UPDATE jobs SET payload = json_set(payload, '$.output', ?) WHERE id IN (?, ?)", (shared, *twins)
+            )
+        page.locator("#batch-clear").click()
+        for name in ("twin_a.png", "twin_b.png"):
+            page.locator("#batch-table [role=gridcell]", has_text=name).first.click()
+        expect(page.locator("#batch-selection")).to_contain_text(f"job {twins[0]}, job {twins[1]}", timeout=30_000)
+        page.locator("#batch-retry").click()
+        expect(message).to_contain_text(f"queued again: job {twins[0]}, job {twins[1]}", timeout=30_000)
+    finally:
+        store.set_paused(False)
+    page.wait_for_function(
+        "() => (document.querySelector('#batch-table').innerText.match(/twin_.\\.png\\s+completed/g) || [])"
+        ".length == 2",
+        timeout=180_000,
+    )
+    done = [store.get(job_id) for job_id in twins]
+    assert [job.status for job in done] == ["completed", "completed"] and done[0].attempts == done[1].attempts == 1
+    outputs = {str((job.result or {})["output"]) for job in done}
+    assert len(outputs) == 2 and all(Path(item).exists() for item in outputs)
+
+
 def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
     from playwright.sync_api import expect
 
@@ -321,6 +388,7 @@ def test_in_a_real_browser(
     media_files: dict[str, Path],
     browser_page: tuple[Any, list[str]],
     caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     """Single, Batch and Settings as a person uses them, at 1400x1000; no console error, no traceback."""
     from tests.support.http_server import ServedFile, serve
@@ -329,6 +397,7 @@ def test_in_a_real_browser(
     caplog.set_level("ERROR")
     single_flow(page, ui, media_files)
     batch_flow(page, ui, media_files)
+    batch_cancel_and_retry_flow(page, ui, media_files, tmp_path)
     with serve(ServedFile(b"not a model" * 100)) as url:
         settings_flow(page, ui, url)
     assert errors == [], errors

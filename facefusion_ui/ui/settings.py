@@ -180,7 +180,7 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
     named = zip([model_names(key) for key in keys], tab.controls, strict=True)
     pickers = [(names, control) for names, control in named if is_model_list(services, names)]
-    finished_seen = gr.State(0)
+    finished_seen = gr.State("")
     tab.timer.tick(
         functools.partial(download_progress, services, [names for names, _ in pickers]),
         finished_seen,
@@ -301,12 +301,13 @@ def model_names(key: str) -> list[str]:
 
 
 def download_progress(
-    services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: int
+    services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: str
 ) -> tuple[Any, ...]:
-    """Progress of the downloads while any runs, and once more when more have ended (the table refreshed
+    """Progress of the downloads while any runs, and once more when others have ended (the table refreshed
     and the model dropdowns relabelled (installed, sizes) without a reload); nothing otherwise, so a
-    message written there since (Delete's) stays."""
-    finished = sum(status.finished for status in services.downloads.progress().values())
+    message written there since (Delete's) stays. ``finished_seen``: the ended downloads the page showed."""
+    ended = [status for status in services.downloads.progress().values() if status.finished]
+    finished = ";".join(f"{status.name}@{status.ended_at}" for status in ended)
     relabel = finished != finished_seen
     news = services.downloads.running() or relabel
     lines = download_lines(services) if news else ""
