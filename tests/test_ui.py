@@ -270,6 +270,27 @@ def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(table).not_to_contain_text("batch_grace.png", timeout=30_000)
 
 
+def queue_copy(ui: RunningUi, media_files: dict[str, Path], folder: Path, name: str, output: str) -> int:
+    """A Batch-tab job on a copy of the Grace Hopper photo named ``name``.png, writing ``output``."""
+    import shutil
+
+    target = Path(shutil.copy(media_files["grace"], folder / f"{name}.png"))
+    services = ui.services
+    return services.enqueue(
+        [media_files["face"]], target, services.outputs_dir / "batch" / output, services.settings(), origin="batch"
+    )
+
+
+def select_rows(page: Any, names: list[str], ids: list[int]) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#batch-clear").click()
+    for name in names:
+        page.locator("#batch-table [role=gridcell]", has_text=name).first.click()
+    expected = ", ".join(f"job {job_id}" for job_id in ids)
+    expect(page.locator("#batch-selection")).to_contain_text(expected, timeout=30_000)
+
+
 def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], folder: Path) -> None:
     """A cancel that comes after a job's last frames is said as too late, never beside "completed"; two
     jobs given one output name, retried from the page, both complete under names of their own."""
@@ -277,22 +298,13 @@ def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str,
 
     from playwright.sync_api import expect
 
-    store, services = ui.services.store, ui.services
+    store = ui.services.store
     table, message = page.locator("#batch-table"), page.locator("#batch-message")
-    names = {name: shutil.copy(media_files["grace"], folder / f"{name}.png") for name in ("late", "twin_a", "twin_b")}
     store.set_paused(True)
     try:
-        late = services.enqueue(
-            [media_files["face"]],
-            Path(names["late"]),
-            services.outputs_dir / "batch" / "late_swapped.png",
-            services.settings(),
-            origin="batch",
-        )
+        late = queue_copy(ui, media_files, folder, "late", "late_swapped.png")
         assert store.claim("test-owner", 60) is not None  # running: its last frames are being written
-        page.locator("#batch-clear").click()
-        page.locator("#batch-table [role=gridcell]", has_text="late.png").first.click()
-        expect(page.locator("#batch-selection")).to_contain_text(f"job {late}", timeout=30_000)
+        select_rows(page, ["late.png"], [late])
         page.locator("#batch-cancel").click()
         expect(message).to_contain_text(f"stopping at their next frames: job {late}", timeout=30_000)
         output = Path(store.get(late).payload["output"])
@@ -301,16 +313,7 @@ def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str,
         expect(table).to_contain_text("completed (the cancel came too late)", timeout=30_000)
         assert not store.get(late).cancel_requested
         # two jobs that were given one output name (as before names were claimed), both cancelled
-        twins = [
-            services.enqueue(
-                [media_files["face"]],
-                Path(names[name]),
-                services.outputs_dir / "batch" / "twin.png",
-                services.settings(),
-                origin="batch",
-            )
-            for name in ("twin_a", "twin_b")
-        ]
+        twins = [queue_copy(ui, media_files, folder, name, "twin.png") for name in ("twin_a", "twin_b")]
         for job_id in twins:
             store.cancel(job_id)
         shared = store.get(twins[0]).payload["output"]
@@ -318,10 +321,7 @@ def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str,
             connection.execute(
                 "UPDATE jobs SET payload = json_set(payload, '$.output', ?) WHERE id IN (?, ?)", (shared, *twins)
             )
-        page.locator("#batch-clear").click()
-        for name in ("twin_a.png", "twin_b.png"):
-            page.locator("#batch-table [role=gridcell]", has_text=name).first.click()
-        expect(page.locator("#batch-selection")).to_contain_text(f"job {twins[0]}, job {twins[1]}", timeout=30_000)
+        select_rows(page, ["twin_a.png", "twin_b.png"], twins)
         page.locator("#batch-retry").click()
         expect(message).to_contain_text(f"queued again: job {twins[0]}, job {twins[1]}", timeout=30_000)
     finally:
