@@ -276,8 +276,10 @@ def queue_copy(ui: RunningUi, media_files: dict[str, Path], folder: Path, name: 
 
     target = Path(shutil.copy(media_files["grace"], folder / f"{name}.png"))
     services = ui.services
-    return services.enqueue(
-        [media_files["face"]], target, services.outputs_dir / "batch" / output, services.settings(), origin="batch"
+    return int(
+        services.enqueue(
+            [media_files["face"]], target, services.outputs_dir / "batch" / output, services.settings(), origin="batch"
+        )
     )
 
 
