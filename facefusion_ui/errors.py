@@ -43,8 +43,11 @@ class FacefusionError(Exception):
         remedy: Remedy | None = None,
         paths: Sequence[str | os.PathLike[str]] = (),
         setting: str | None = None,
+        page_problem: str | None = None,
     ) -> None:
         self.problem = message
+        self.page_problem = page_problem
+        """The problem in the page's words where they differ (a field by its label, not its option)."""
         """What went wrong, without the remedy."""
         self.remedy = remedy
         self.paths = tuple(os.fspath(path) for path in paths)
@@ -62,7 +65,7 @@ class FacefusionError(Exception):
     def for_page(self) -> str:
         """The line as the page says it: each file by its name (an upload as the person picked it), and
         the remedy where the page offers it."""
-        text = self.problem
+        text = self.page_problem or self.problem
         for path in sorted(self.paths, key=len, reverse=True):  # longest first: a file's before its folder's
             text = text.replace(path, os.path.basename(path) or path)
         return text + (self.remedy.sep + self.remedy.page if self.remedy and self.remedy.page else "")
@@ -100,9 +103,19 @@ class ModelError(FacefusionError):
 
 
 class DownloadError(FacefusionError):
-    """A download that failed (network, server); running the same command again resumes it."""
+    """A download that failed (network, server); running the same command again resumes it. ``why``:
+    the cause in a clause (e.g. the server cannot be looked up); ``offline``: the server could not be
+    reached at all; ``kept``: the bytes kept for a resume. Each front end says them its own way."""
 
     transient = True
+
+    def __init__(
+        self, message: str, *, why: str = "", offline: bool = False, kept: int = 0, remedy: Remedy | None = None
+    ) -> None:
+        super().__init__(message, remedy=remedy)
+        self.why = why
+        self.offline = offline
+        self.kept = kept
 
 
 class DependencyError(FacefusionError):

@@ -9,6 +9,7 @@ deleted. The command line and the page both download through ``download_model``.
 
 from __future__ import annotations
 
+import errno
 import http.client
 import os
 import shutil
@@ -126,15 +127,29 @@ def describe_network_error(error: BaseException, url: str) -> str:
     return f"cannot reach the server {host}: {type(reason).__name__}: {reason}"
 
 
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` says this machine is offline (no DNS, no route, no answer), not that the server
+    answered with an error or refused the connection (it is down)."""
+    reason = error.reason if isinstance(error, urllib.error.URLError) else error
+    if isinstance(error, urllib.error.HTTPError) or isinstance(reason, ConnectionRefusedError):
+        return False
+    offline = (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN)
+    return isinstance(reason, (socket.gaierror, TimeoutError, socket.timeout)) or (
+        isinstance(reason, OSError) and reason.errno in offline
+    )
+
+
 def fetch_hash(spec: ModelSpec, hash_url: str, timeout_s: float) -> str:
     """The publisher's CRC32 for the model: 8 hex digits from its ``.hash`` sidecar."""
     try:
         with urllib.request.urlopen(hash_url, timeout=timeout_s) as response:
             text = str(response.read(256).decode("ascii", "replace")).strip().lower()
     except NETWORK_ERRORS as error:
+        why = describe_network_error(error, hash_url)
         raise DownloadError(
-            f"cannot fetch the hash of '{spec.name}' from {hash_url} ({describe_network_error(error, hash_url)}): "
-            "nothing was downloaded",
+            f"cannot fetch the hash of '{spec.name}' from {hash_url} ({why}): nothing was downloaded",
+            why=why,
+            offline=unreachable(error),
             remedy=download_remedy(spec.name, then=" again later", sep="; "),
         ) from error
     if len(text) != 8 or any(char not in "0123456789abcdef" for char in text):
@@ -206,20 +221,26 @@ def _copy_body(fetch: _Fetch, response: http.client.HTTPResponse, offset: int, t
     return total is None or done == total
 
 
-def _incomplete(spec: ModelSpec, source: str, partial: Path, last_error: str, attempts: int) -> DownloadError:
+def _incomplete(
+    spec: ModelSpec, source: str, partial: Path, last_error: str, attempts: int, offline: bool = False
+) -> DownloadError:
     kept = partial.stat().st_size if partial.exists() else 0
     if partial.exists() and kept == 0:
         partial.unlink()
+    where = f"; {kept} bytes are kept in {partial.name}" if kept else ""
     return DownloadError(
-        f"download of '{spec.name}' from {source} failed after {attempts} attempts ({last_error}); "
-        f"{kept} bytes are kept in {partial.name}",
-        remedy=download_remedy(spec.name, then=" again to resume"),
+        f"download of '{spec.name}' from {source} failed after {attempts} attempts ({last_error}){where}",
+        why=last_error,
+        offline=offline,
+        kept=kept,
+        remedy=download_remedy(spec.name, then=" again to resume" if kept else " again"),
     )
 
 
 def _attempts(fetch: _Fetch, retries: int, backoff_s: float) -> None:
     """Fetch with retries; raises the clear error when the file is still incomplete."""
     last_error = ""
+    offline = False
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(backoff_s * 2 ** (attempt - 1))
@@ -228,13 +249,13 @@ def _attempts(fetch: _Fetch, retries: int, backoff_s: float) -> None:
         try:
             if _fetch_into(fetch):
                 return
-            last_error = "the connection closed before the end of the file"
+            last_error, offline = "the connection closed before the end of the file", False
         except NETWORK_ERRORS as error:
-            last_error = describe_network_error(error, fetch.url)
+            last_error, offline = describe_network_error(error, fetch.url), unreachable(error)
             if isinstance(error, urllib.error.HTTPError) and error.code in (401, 403, 404, 410):
                 retries = attempt
                 break
-    raise _incomplete(fetch.spec, fetch.url, fetch.partial, last_error, min(retries, attempt) + 1)
+    raise _incomplete(fetch.spec, fetch.url, fetch.partial, last_error, min(retries, attempt) + 1, offline)
 
 
 def _verify_partial(spec: ModelSpec, partial: Path, source: str, crc32: str | None) -> tuple[str, str | None]:

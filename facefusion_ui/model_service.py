@@ -10,6 +10,7 @@ restart (``ModelRuntime`` looks for a missing file again on each use).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -60,6 +61,8 @@ class DownloadStatus:
     """The error line of a failed download, or where a finished one lies."""
     error: FacefusionError | None = None
     """What stopped a failed or cancelled download (the page says it with ``for_page``)."""
+    ended_at: float | None = None
+    """When it ended (``time.monotonic()``); none while it runs."""
 
     @property
     def finished(self) -> bool:
@@ -226,5 +229,9 @@ class ModelDownloads:
         )
 
     def _set(self, name: str, **changes: object) -> None:
+        if changes.get("state") in ("done", "failed", "cancelled"):
+            changes["ended_at"] = time.monotonic()
+        elif "state" in changes:
+            changes["ended_at"] = None
         with self._lock:
             self._status[name] = replace(self._status[name], **changes)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from facefusion_ui.errors import OutputBusyError
+from facefusion_ui.errors import OutputBusyError, Remedy
 
 
 def lock_path_for(output: Path) -> Path:
@@ -77,8 +77,9 @@ class OutputLock:
             if not _try_lock(handle):
                 handle.close()
                 raise OutputBusyError(
-                    f"another run (pid {_holder_pid(self.path)}) is writing {self.output}: "
-                    f"wait for it or choose another {self.option}"
+                    f"another run (pid {_holder_pid(self.path)}) is writing {self.output}",
+                    remedy=Remedy(f"wait for it or choose another {self.option}", "wait for it or give another name"),
+                    paths=(self.output,),
                 )
             if _still_named(self.path, handle):
                 break

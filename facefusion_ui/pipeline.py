@@ -392,7 +392,7 @@ class FramePipeline:
         """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
         if self.settings.face_selector_mode != "reference" or self.settings.reference_face_from != "frame":
             return
-        faces = self.analyser.analyse(frame, self.settings, embeddings=True)
+        faces = self.analyser.analyse(frame, self.settings, embeddings=True, counted=False)  # counted as it runs
         if filters_in_use(self.settings):
             faces = self.analyser.classify(frame, faces)
         chosen = pick_face(faces, self.settings, self.settings.reference_face_position, self.source_face)

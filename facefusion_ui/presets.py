@@ -40,8 +40,11 @@ STRICT_RAM_MB = 4096
 class Preset:
     name: str
     description: str
+    """Who it is for (the file's ``description``)."""
     values: dict[str, Any]
     path: Traversable
+    trades: str = ""
+    """What it gives up for what (the file's ``trades``)."""
 
 
 def presets_dir() -> Traversable:
@@ -67,9 +70,10 @@ def parse_preset(name: str, text: str, path: Traversable) -> Preset:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PresetError(f"preset file {path} is not valid TOML ({error}): fix or restore it") from error
-    description = data.pop("description", "")
-    if not isinstance(description, str):
-        raise PresetError(f"preset file {path}: 'description' must be a string")
+    description, trades = data.pop("description", ""), data.pop("trades", "")
+    for key, text in (("description", description), ("trades", trades)):
+        if not isinstance(text, str):
+            raise PresetError(f"preset file {path}: '{key}' must be a string")
     unknown = sorted(set(data) - set(PRESET_KEYS))
     if unknown:
         raise PresetError(f"preset file {path}: unknown key '{unknown[0]}' (allowed: {', '.join(PRESET_KEYS)})")
@@ -82,7 +86,7 @@ def parse_preset(name: str, text: str, path: Traversable) -> Preset:
             values[key] = validate_item(key, data[key])
         except SettingsError as error:
             raise PresetError(f"preset file {path}: {error}") from error
-    return Preset(name=name, description=description, values=values, path=path)
+    return Preset(name=name, description=description, values=values, path=path, trades=trades)
 
 
 def load_preset(name: str, folder: Traversable | None = None) -> Preset:

@@ -58,7 +58,13 @@ _RESOLUTION = re.compile(r"^(\d{1,5})\s*[xX×]\s*(\d{1,5})$")
 
 
 def _fail(key: str, value: Any, allowed: str) -> SettingsError:
-    return SettingsError(f"invalid value {value!r} for setting '{key}': allowed {allowed}", setting=key)
+    """The setting's rule refused ``value``: said with the option on the command line, the field's page
+    label on the page."""
+    return SettingsError(
+        f"invalid value {value!r} for setting '{key}': allowed {allowed}",
+        setting=key,
+        page_problem=f"{setting_label(key)}: {value!r} is not allowed here (allowed: {allowed})",
+    )
 
 
 class Rule:
@@ -580,6 +586,7 @@ class Settings:
         "copy the GOPs no processor changes from the source instead of re-encoding them "
         "(auto: re-encode where that cannot be done; on: fail instead)",
         page=(Place("settings:output", 7), Place("single:output", 7)),
+        label="Keep unchanged video as it is, not re-encoded (auto: where it can be; on: or stop)",
     )
     keep_temp: bool = _setting(False, flag, "keep the work directory after success", frames=False)
     fp16: Fp16Mode = _setting(

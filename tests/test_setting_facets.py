@@ -163,6 +163,7 @@ def test_the_page_calls_a_few_settings_by_a_label_of_their_own() -> None:
         "face_recognition_score": "identity match distance",
         "video_chunk_size": "Chunk length (seconds or auto)",
         "execution_providers": "Execution providers (in order)",
+        "video_copy_unchanged": "Keep unchanged video as it is, not re-encoded (auto: where it can be; on: or stop)",
     }
     assert setting_label("face_mask_blur") == "paste-back mask feathering"  # no label: its help text
 

@@ -84,6 +84,27 @@ def test_gradio_client_round_trip(ui: RunningUi, media_files: dict[str, Path]) -
     assert ui.services.store.counts().get("completed", 0) >= 1
 
 
+def test_the_api_is_a_few_named_endpoints_and_the_readme_example_runs(
+    ui: RunningUi, media_files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gradio_client import Client
+
+    endpoints = Client(ui.url, verbose=False).view_api(return_format="dict", print_info=False)
+    named = endpoints["named_endpoints"]
+    assert set(named) == {"/swap", "/submit", "/job", "/cancel", "/settings"} and not endpoints["unnamed_endpoints"]
+    assert [item["parameter_name"] for item in named["/submit"]["parameters"]] == [
+        "sources",
+        "target",
+        "settings",
+        "priority",
+    ]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("<!-- api-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    exec(example, {"URL": ui.url, "FACE": str(media_files["face"]), "TARGET": str(media_files["grace"])})
+    output, status, written = capsys.readouterr().out.split()[-3:]  # what the example printed last
+    assert status == "completed" and Path(output).exists() and Path(written).exists()
+
+
 def test_binds_loopback_by_default(ui: RunningUi) -> None:
     assert ui.url.startswith("http://127.0.0.1:")
     assert ui.demo.server_name == "127.0.0.1"
@@ -173,6 +194,7 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(page.locator("#single-frame")).to_be_hidden()
     expect(page.locator("#single-preview img")).to_have_count(2, timeout=120_000)
     assert page.get_by_text("Error", exact=True).count() == 0
+    layout_checks(page)
     # a video target: frame slider and trim range with times; Start is disabled while the job runs
     page.locator("#single-target button[aria-label='Clear']").first.click()
     page.locator("#single-target input[type=file]").set_input_files(str(media_files["clip"]))
@@ -180,6 +202,10 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
         "Trim: from 0:00.00 to 0:00.64 (16 frames)", timeout=60_000
     )
     expect(page.locator("#single-frame")).to_be_visible()
+    typed = page.locator("#single-frame input[type=number]")  # a frame number typed, then Enter
+    typed.fill("9")
+    typed.press("Enter")
+    expect(page.locator("#single-frame-time")).to_contain_text("Frame 9 at 0:00.36", timeout=30_000)
     page.locator("#single-start").click()
     expect(page.locator("#single-message")).to_contain_text("queued: it writes clip_swapped_", timeout=60_000)
     expect(page.locator("#single-start")).to_be_disabled(timeout=10_000)
@@ -188,6 +214,26 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(page.locator("#single-start")).to_be_enabled()
     expect(page.locator("#single-log textarea")).not_to_have_value("", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "ui-single.png"), full_page=True)
+
+
+def layout_checks(page: Any) -> None:
+    """The run order said, the face strips captioned above (no label over the thumbnails), file names
+    whole, and the preview in view while the face mask options far down the left column are edited."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#single-run-order")).to_have_text("Runs: 1. face_swapper")
+    assert page.locator("#single-faces [data-testid=block-label]").count() == 0
+    expect(page.get_by_text("Faces in that frame: click one to make it the reference")).to_be_visible()
+    stem = page.locator("#single-sources .filename .stem").first
+    assert stem.evaluate("element => getComputedStyle(element).whiteSpace") == "normal"
+    page.get_by_text("Face mask (how changed faces blend in)").click()
+    mask = page.locator("#setting-face_mask_blur:visible")
+    mask.scroll_into_view_if_needed()
+    expect(mask).to_be_in_viewport()
+    expect(page.locator("#single-preview")).to_be_in_viewport()
+    page.screenshot(path=str(ARTIFACTS / "ui-single-layout.png"))
+    page.get_by_text("Face mask (how changed faces blend in)").click()
+    page.evaluate("window.scrollTo(0, 0)")
 
 
 def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
@@ -224,6 +270,75 @@ def batch_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     expect(table).not_to_contain_text("batch_grace.png", timeout=30_000)
 
 
+def queue_copy(ui: RunningUi, media_files: dict[str, Path], folder: Path, name: str, output: str) -> int:
+    """A Batch-tab job on a copy of the Grace Hopper photo named ``name``.png, writing ``output``."""
+    import shutil
+
+    target = Path(shutil.copy(media_files["grace"], folder / f"{name}.png"))
+    services = ui.services
+    return int(
+        services.enqueue(
+            [media_files["face"]], target, services.outputs_dir / "batch" / output, services.settings(), origin="batch"
+        )
+    )
+
+
+def select_rows(page: Any, names: list[str], ids: list[int]) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#batch-clear").click()
+    for name in names:
+        page.locator("#batch-table [role=gridcell]", has_text=name).first.click()
+    expected = ", ".join(f"job {job_id}" for job_id in ids)
+    expect(page.locator("#batch-selection")).to_contain_text(expected, timeout=30_000)
+
+
+def batch_cancel_and_retry_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], folder: Path) -> None:
+    """A cancel that comes after a job's last frames is said as too late, never beside "completed"; two
+    jobs given one output name, retried from the page, both complete under names of their own."""
+    import shutil
+
+    from playwright.sync_api import expect
+
+    store = ui.services.store
+    table, message = page.locator("#batch-table"), page.locator("#batch-message")
+    store.set_paused(True)
+    try:
+        late = queue_copy(ui, media_files, folder, "late", "late_swapped.png")
+        assert store.claim("test-owner", 60) is not None  # running: its last frames are being written
+        select_rows(page, ["late.png"], [late])
+        page.locator("#batch-cancel").click()
+        expect(message).to_contain_text(f"stopping at their next frames: job {late}", timeout=30_000)
+        output = Path(store.get(late).payload["output"])
+        shutil.copy(media_files["grace"], output)
+        assert store.complete(late, "test-owner", {"output": str(output), "kind": "image"})
+        expect(table).to_contain_text("completed (the cancel came too late)", timeout=30_000)
+        assert not store.get(late).cancel_requested
+        # two jobs that were given one output name (as before names were claimed), both cancelled
+        twins = [queue_copy(ui, media_files, folder, name, "twin.png") for name in ("twin_a", "twin_b")]
+        for job_id in twins:
+            store.cancel(job_id)
+        shared = store.get(twins[0]).payload["output"]
+        with store._write() as connection:
+            connection.execute(
+                "UPDATE jobs SET payload = json_set(payload, '$.output', ?) WHERE id IN (?, ?)", (shared, *twins)
+            )
+        select_rows(page, ["twin_a.png", "twin_b.png"], twins)
+        page.locator("#batch-retry").click()
+        expect(message).to_contain_text(f"queued again: job {twins[0]}, job {twins[1]}", timeout=30_000)
+    finally:
+        store.set_paused(False)
+    page.wait_for_function(
+        "() => (document.querySelector('#batch-table').innerText.match(/twin_.\\.png\\s+completed/g) || [])"
+        ".length == 2",
+        timeout=180_000,
+    )
+    done = [store.get(job_id) for job_id in twins]
+    assert [job.status for job in done] == ["completed", "completed"] and done[0].attempts == done[1].attempts == 1
+    outputs = {str((job.result or {})["output"]) for job in done}
+    assert len(outputs) == 2 and all(Path(item).exists() for item in outputs)
+
+
 def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
     from playwright.sync_api import expect
 
@@ -247,12 +362,26 @@ def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
         "chunk",
     )
     assert set(saved.execution_providers) == {"directml", "cpu"}
+    # saved settings are what a new page load shows, without a restart (another tab of the browser)
+    ui.services.save_settings({"output_video_quality": 71})
+    other = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    fresh = other.new_page()
+    fresh.goto(ui.url)
+    fresh.wait_for_selector("#single-start", timeout=60_000)
+    fresh.get_by_role("tab", name="Settings").click()
+    expect(fresh.locator("#settings-preset input")).to_have_value("strict", timeout=30_000)
+    expect(fresh.locator("#setting-face_detector_model:visible input")).to_have_value(
+        re.compile("^mediapipe_blazeface"), timeout=30_000
+    )
+    expect(fresh.locator("#setting-output_video_quality:visible input[type=number]")).to_have_value("71")
+    expect(fresh.locator("#settings-unsaved")).to_have_text("")
+    other.close()
     # a model download from the page: its progress, then what went wrong (a file that is not the model)
     ui.services.downloads.url_for["det_10g"] = url
     page.locator("#settings-model input").click()
     page.get_by_role("option", name="det_10g").click()
     page.locator("#settings-download").click()
-    expect(page.locator("#settings-downloads")).to_contain_text("det_10g: download failed", timeout=120_000)
+    expect(page.locator("#settings-downloads")).to_contain_text("det_10g was not downloaded: ", timeout=120_000)
     page.screenshot(path=str(ARTIFACTS / "ui-settings.png"), full_page=True)
 
 
@@ -261,6 +390,7 @@ def test_in_a_real_browser(
     media_files: dict[str, Path],
     browser_page: tuple[Any, list[str]],
     caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     """Single, Batch and Settings as a person uses them, at 1400x1000; no console error, no traceback."""
     from tests.support.http_server import ServedFile, serve
@@ -269,6 +399,7 @@ def test_in_a_real_browser(
     caplog.set_level("ERROR")
     single_flow(page, ui, media_files)
     batch_flow(page, ui, media_files)
+    batch_cancel_and_retry_flow(page, ui, media_files, tmp_path)
     with serve(ServedFile(b"not a model" * 100)) as url:
         settings_flow(page, ui, url)
     assert errors == [], errors

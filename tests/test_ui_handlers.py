@@ -17,9 +17,10 @@ import pytest
 
 from facefusion_ui.jobs.store import wait_for
 from facefusion_ui.paths import home_dir
-from facefusion_ui.presets import PRESET_KEYS
+from facefusion_ui.presets import PRESET_KEYS, load_presets
 from facefusion_ui.ui import batch, settings, single, single_run
 from facefusion_ui.ui.api import api_swap
+from facefusion_ui.ui.common import progress_line
 from facefusion_ui.ui.processor_options import option_fields
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import REQUEST_CONTROLS, Request, single_keys
@@ -337,6 +338,9 @@ def test_old_jobs_without_an_origin_stay_readable(services: UiServices, files: d
 def test_choose_preset_shows_and_fills_every_preset_value() -> None:
     table, *updates, saved = settings.choose_preset("strict")
     assert "Selected: **strict**" in table and saved == ""
+    for preset in load_presets():  # who each is for and what it trades, from its own file
+        assert f"- **{preset.name}**: {preset.description}. Trades {preset.trades}." in table and preset.trades
+    assert "| frames buffered between stages |" in table  # the settings by their page labels
     values = dict(zip(PRESET_KEYS, (update["value"] for update in updates), strict=True))
     assert isinstance(values["execution_threads"], int) and isinstance(values["face_cache_limit"], int)
     assert values["face_cache_lifetime"] is not None and values["video_chunk_size"]
@@ -369,7 +373,7 @@ def test_save_settings_says_what_is_wrong(services: UiServices) -> None:
     message, _ = settings.run_save(services, "balanced", *fields(services, face_recognition_score="close"))
     assert "identity match distance 'close' is not a number" in message
     message, _ = settings.run_save(services, "balanced", *fields(services, video_chunk_size="soon"))
-    assert "video_chunk_size" in message
+    assert "Chunk length (seconds or auto): 'soon' is not allowed here" in message
     assert "not valid" in settings.unsaved_line(services, "balanced", *fields(services, video_chunk_size="soon"))
     assert not (services.store.path.parent / "settings.json").exists()
 
@@ -559,12 +563,12 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
         while services.downloads.running() and time.monotonic() < deadline:  # wait for the download to end
             time.sleep(0.1)
     detectors = ["dlib_hog", "tiny_detector"]
-    lines, rows, finished, dropdown = settings.download_progress(services, [detectors], 0)
+    lines, rows, finished, dropdown = settings.download_progress(services, [detectors], "")
     assert "tiny_detector: downloaded and verified" in lines
     assert rows[-1][:4] == ["tiny_detector", "detector", "yes", "yes"]
-    assert finished == 1 and dict((name, label) for label, name in dropdown["choices"])["tiny_detector"].startswith(
-        "tiny_detector · installed"
-    )  # relabelled once the download ended, without a reload
+    labels = dict((name, label) for label, name in dropdown["choices"])
+    assert finished.startswith("tiny_detector@")  # the ended downloads the page has shown
+    assert labels["tiny_detector"].startswith("tiny_detector · installed")  # relabelled once it ended, no reload
     assert settings.download_progress(services, [detectors], finished)[3] == gr.skip()  # then left alone
     assert settings.start_download(services, "tiny_detector") == "tiny_detector is already downloaded"
     message, rows = settings.delete_model(services, "tiny_detector")
@@ -572,6 +576,8 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert not (tmp_path / "models" / "tiny.onnx").exists()
     assert "is not downloaded" in settings.delete_model(services, "tiny_detector")[0]
     assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]
+    # Delete's message stays: the timer writes the downloads' lines only when there is news
+    assert settings.download_progress(services, [detectors], finished)[:2] == (gr.skip(), gr.skip())
 
 
 def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(
@@ -585,7 +591,7 @@ def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(
     female = request(services, [files["face"]], files["grace"], face_selector_gender="female")
     assert "fairface" in job_models(services, request_settings(services, female))  # Start downloads it first
     message, _ = single_run.run_preview(services, female)
-    assert "model 'fairface' is not downloaded: download fairface on the Settings tab (Models)" in message
+    assert "No preview until fairface is downloaded" in message  # the download flow's one instruction
 
 
 def test_the_gallery_shows_the_faces_the_filters_keep(
@@ -605,3 +611,125 @@ def test_the_gallery_shows_the_faces_the_filters_keep(
     assert female.position == 0
     nobody = single_run.change_frame(services, group, 0, "none", "none", "9", "10")  # no FairFace bracket holds 9
     assert nobody.faces == [] and "filters keep" in nobody.message
+
+
+def test_each_page_load_shows_the_settings_saved_since_the_page_was_built(services: UiServices) -> None:
+    built = services.settings()
+    assert all(value == gr.skip() for value in settings.page_values(services, built)[2:-2])
+    chosen = {"preset": "lightweight", "execution_providers": ("cuda", "cpu"), "output_video_quality": 70}
+    services.save_settings(chosen)
+    preset, table, *controls, rows, unsaved = settings.page_values(services, built)
+    assert unsaved == ""
+    assert preset == "lightweight" and "Selected: **lightweight**" in table and rows
+    shown = dict(zip(settings.settings_keys(), controls, strict=True))
+    assert shown["output_video_quality"]["value"] == 70
+    assert shown["execution_providers"]["value"] == ["cuda", "cpu"]
+    single_values = single.page_values(services, built)
+    keys = single_keys(services.registry)
+    by_key = dict(zip(keys, single_values[1 : 1 + len(keys)], strict=True))
+    assert by_key["output_video_quality"]["value"] == 70
+    assert by_key["face_selector_mode"] == gr.skip()  # unchanged: left as the page shows it
+
+
+def test_a_cancel_after_the_last_frames_says_it_came_too_late(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    (job,) = services.store.jobs()
+    assert services.store.claim("test-owner", 60) is not None
+    message, *_ = batch.act_on_jobs(services, "cancel", [job.id])
+    assert message == f"stopping at their next frames: job {job.id}"
+    assert services.store.complete(job.id, "test-owner", {"output": job.payload["output"], "kind": "image"})
+    done = services.store.get(job.id)
+    assert (done.status, done.cancel_requested) == ("completed", False)  # never completed with a cancel pending
+    assert batch.table_rows(services)[0][3] == "completed (the cancel came too late)"
+    assert "the cancel came too late" in progress_line(services.store.get(job.id))
+    message, *_ = batch.act_on_jobs(services, "cancel", [job.id])
+    assert f"job {job.id} is already completed: nothing to cancel" in message
+    assert not services.store.get(job.id).cancel_requested
+
+
+def test_retried_jobs_sharing_an_output_name_never_fail_for_it(services: UiServices, files: dict[str, Path]) -> None:
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    batch.run_add(services, [str(files["face"])], [str(files["grace"])], "", 0)
+    first, second = (job.id for job in services.store.jobs())
+    batch.act_on_jobs(services, "cancel", [first, second])
+    for job_id in (first, second):  # both given one name (as the queue did before names were claimed)
+        services.store.set_status_line(job_id, "cancelled")
+    shared = services.store.get(first).payload["output"]
+    with services.store._write() as connection:
+        connection.execute("UPDATE jobs SET payload = json_set(payload, '$.output', ?)", (shared,))
+    message, *_ = batch.act_on_jobs(services, "retry", [first, second])
+    assert message == f"queued again: job {first}, job {second}"
+    outputs = [services.store.get(job_id).payload["output"] for job_id in (first, second)]
+    assert outputs[0] == shared and outputs[1] != shared and outputs[1].endswith("-2.png")
+    # a run still writing the output (a name the user chose): the job waits for it, at no attempt's cost
+    claimed = services.store.claim("test-owner", 60)
+    assert claimed is not None
+    services.store.wait_for_output(claimed.id, "test-owner", "another run is writing it", 0.0)
+    waiting = services.store.get(claimed.id)
+    assert (waiting.status, waiting.attempts) == ("queued", 0) and "waiting" in (waiting.status_line or "")
+
+
+def test_the_page_says_mistakes_in_its_own_words_not_the_command_lines(tmp_path: Path) -> None:
+    from facefusion_ui.errors import FacefusionError
+    from facefusion_ui.output_lock import OutputLock
+    from facefusion_ui.state_manager import setting_label, validate_item
+
+    with pytest.raises(FacefusionError) as refused:
+        validate_item("output_video_resolution", "abc")
+    assert "output_video_resolution" in str(refused.value)  # the command line names its option
+    page = refused.value.for_page()
+    assert page.startswith(setting_label("output_video_resolution")) and "output_video_resolution" not in page
+    output = tmp_path / "out.mp4"
+    with OutputLock(output), pytest.raises(FacefusionError) as busy:
+        OutputLock(output).acquire()
+    assert str(busy.value).endswith("choose another -o")
+    assert busy.value.for_page().endswith("is writing out.mp4: wait for it or give another name")
+    assert "GOP" not in setting_label("video_copy_unchanged")
+
+
+def test_a_broken_or_audio_only_target_is_one_line_in_the_message_area(
+    services: UiServices, files: dict[str, Path], tmp_path: Path
+) -> None:
+    tone = tmp_path / "tone.m4a"
+    tone.write_bytes(b"\x00" * 64)  # the picker lets audio through: the server says what it is
+    for target in (files["broken"], tone):
+        message, *_ = single_run.analyse_target(services, str(target), 0)
+        assert message.startswith("⚠️ ") and "\n" not in message and target.name in message
+        assert str(target.parent) not in message  # no server path
+        assert single_run.frame_line(str(target), 3) == ""  # no error pop-up after it
+        assert single_run.trim_times(str(target), 0, 3) == ""
+
+
+def test_the_processors_run_order_is_said() -> None:
+    assert single_run.run_order(["face_swapper", "face_enhancer"]) == "Runs: 1. face_swapper → 2. face_enhancer"
+    assert single_run.run_order([]) == ""
+
+
+def test_a_running_image_job_says_so_and_counts_each_face_once(services: UiServices, files: dict[str, Path]) -> None:
+    from facefusion_ui.core import process
+    from facefusion_ui.job import RunContext, SwapJob
+
+    batch.run_add(services, [str(files["face"])], [str(files["group"])], "", 0)
+    claimed = services.store.claim("test-owner", 60)
+    assert claimed is not None
+    assert progress_line(services.store.get(claimed.id)) == f"job {claimed.id}: working on the image"
+    assert batch.table_rows(services)[0][4:6] == ["", ""]  # no "0/0 frames", no "0.0 fps"
+    settings_used = services.settings().with_items(face_selector_mode="reference")
+    job = SwapJob(settings_used, (files["face"],), files["group"], files["group"].with_name("out.jpg"))
+    stats = process(job, RunContext(runtime=services.runtime)).stats
+    assert stats["faces_detected"] == 6  # six people, counted once (the reference frame is the same frame)
+
+
+def test_the_api_queues_with_settings_and_follows_the_job(services: UiServices, files: dict[str, Path]) -> None:
+    from facefusion_ui.ui.api import api_cancel, api_job, api_submit
+
+    job_id = api_submit(services, [str(files["face"])], str(files["grace"]), '{"face_selector_mode": "one"}', 2)
+    stored = services.store.get(job_id)
+    assert stored.payload["settings"]["face_selector_mode"] == "one" and stored.priority == 2
+    assert stored.payload["origin"] == "api"
+    view = api_job(services, job_id)
+    assert (view["status"], view["progress"], view["output"]) == ("queued", f"job {job_id}: queued", None)
+    assert api_cancel(services, job_id) == f"job {job_id} cancelled"
+    for wrong, said in (("{", "settings: not JSON"), ('{"fp16": "never"}', "invalid value 'never' for setting 'fp16'")):
+        with pytest.raises(gr.Error, match=said):
+            api_submit(services, [str(files["face"])], str(files["grace"]), wrong, 0)

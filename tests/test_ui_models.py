@@ -16,11 +16,11 @@ import cv2
 import gradio as gr
 import pytest
 
-from facefusion_ui.errors import ModelError
+from facefusion_ui.errors import DownloadError, ModelError
 from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.state_manager import setting_rule
-from facefusion_ui.ui import settings, single_models
-from facefusion_ui.ui.downloads import page_line, progress_bar
+from facefusion_ui.ui import settings, single_models, single_run
+from facefusion_ui.ui.downloads import page_line, progress_bar, status_line
 from facefusion_ui.ui.model_sizes import ModelSizes
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import MODEL_NOTES, model_choices, model_label
@@ -169,8 +169,10 @@ def test_start_downloads_what_the_job_needs_then_queues_it(
 def test_a_failed_download_queues_no_job(offline: UiServices, photos: dict[str, Path]) -> None:
     steps = run_start(offline, [photos["face"]], photos["grace"], ["face_enhancer"], face_enhancer_model=STAND_IN)
     message, _, button, *_ = steps[-1]
-    assert message.startswith(f"⚠️ {STAND_IN}: download failed: ")
-    assert message.endswith("no job was queued (press Start to try again)") and "\n" not in message
+    assert message.startswith(f"⚠️ No job was queued: {STAND_IN} was not downloaded: cannot reach the server")
+    todo = "press Download again later (if it keeps failing, the address may be gone: report it)"
+    assert message.endswith(f"(it is down). To do: {todo}")
+    assert "\n" not in message and "Start to try again" not in message and "Settings tab" not in message
     assert button.interactive is True and offline.store.jobs() == []
     # nothing to download: queued at once, in one step
     (only,) = run_start(offline, [photos["face"]], photos["grace"])
@@ -188,9 +190,9 @@ def test_output_size_and_rate_go_into_the_job(page: UiServices, photos: dict[str
     blank = page.store.get(again).payload["settings"]
     assert (blank["output_video_resolution"], blank["output_video_fps"]) == (None, None)
     refused = start(page, [photos["face"]], clip, output_video_resolution="720p")[0]
-    assert (
-        refused.startswith("⚠️ invalid value '720p' for setting 'output_video_resolution'") and "WIDTHxHEIGHT" in refused
-    )
+    label = setting_rule("output_video_resolution") and "videos: the output's frame size"
+    assert refused.startswith(f"⚠️ {label}") and "'720p' is not allowed here" in refused
+    assert "output_video_resolution" not in refused  # the field by its label, not its option
     assert "is not a number" in start(page, [photos["face"]], clip, output_video_fps="fast")[0]
 
 
@@ -239,3 +241,42 @@ def test_a_download_under_way_shows_a_bar_then_only_its_line() -> None:
     assert page_line(running).endswith("gpen_bfr_256: 0.0 MB of 0.0 MB (35%), 4.0 MB/s, 16 s left")
     assert progress_bar(DownloadStatus("x", "running", done=5)) == ""  # size unknown: no bar
     assert page_line(DownloadStatus("x", "done")) == "x: downloaded and verified"
+
+
+def test_an_offline_download_says_in_one_line_what_failed_why_and_what_to_do_now(offline: UiServices) -> None:
+    offline.downloads.url_for["inswapper_128"] = "http://no-such-host.invalid/inswapper_128.onnx"
+    offline.downloads.start("inswapper_128")
+    offline.downloads.wait("inswapper_128", 120)
+    line = settings.download_lines(offline)
+    assert line.startswith("- inswapper_128 was not downloaded: cannot reach the server: no-such-host.invalid")
+    assert "To do: connect to the internet, then press Download again" in line
+    assert line.endswith("meanwhile mesh_warp needs no download") and "\n" not in line
+    for wrong in ("https:/", "bytes are kept", ".part", "Settings tab", "press Start"):
+        assert wrong not in line
+    status = offline.downloads.progress()["inswapper_128"]
+    kept = DownloadStatus("inswapper_128", "failed", error=DownloadError("x", why="slow", offline=True, kept=3_000_000))
+    assert "(3.0 MB arrived and are kept: Download resumes)" in status_line(kept, ["mesh_warp"])
+    assert status.error is not None and "bytes are kept" not in str(status.error)  # nothing arrived: no such file
+
+
+def test_choosing_a_missing_model_gives_one_instruction_and_clears_the_preview(
+    offline: UiServices, photos: dict[str, Path]
+) -> None:
+    line, button = single_models.model_chosen(offline, "inswapper_128")
+    assert button.visible and line == "inswapper_128 is not downloaded (554 MB): press Download beside it"
+    asked = request(offline, [photos["face"]], photos["grace"], face_swapper_model="inswapper_128")
+    message, preview = single_run.run_preview(offline, asked)
+    names = "inswapper_128, arcface_w600k_r50"
+    assert message == f"⚠️ No preview until {names} are downloaded (the one shown was out of date)"
+    assert preview is None  # the preview of the model chosen before is no longer shown
+
+
+def test_an_ended_download_is_shown_for_a_while_then_to_no_later_page_load(offline: UiServices) -> None:
+    offline.downloads.shown_s = 1.0
+    offline.downloads.start("inswapper_128")
+    wait_until(lambda: not offline.downloads.running(), "the download to fail")
+    assert "inswapper_128 was not downloaded" in settings.download_lines(offline)  # to the page that asked
+    wait_until(lambda: offline.downloads.progress() == {}, "the failure to expire")
+    assert settings.download_lines(offline) == ""  # a later page load, in any browser, starts clean
+    line, *_ = single_models.download_tick(offline, [])
+    assert line == gr.skip()

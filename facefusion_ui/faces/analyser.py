@@ -148,10 +148,13 @@ class FaceAnalyser:
         mesh: bool = False,
         detections: list[Detection] | None = None,
         known: Sequence[Face] = (),
+        counted: bool = True,
     ) -> list[Face]:
         """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh.
         ``detections``: boxes already found (a probe, or a search around followed faces); ``known``:
-        faces already complete (followed by their meshes, ``face_of_mesh``), taken as they are."""
+        faces already complete (followed by their meshes, ``face_of_mesh``), taken as they are;
+        ``counted``: whether the run's counters take them (not for a second look at a frame, e.g. the
+        reference frame's)."""
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3:
             raise UsageError("a frame must be a colour image (height x width x 3)")
         if detections is None:
@@ -161,7 +164,8 @@ class FaceAnalyser:
         if embeddings and faces:
             rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])  # the dlib recognizer reads colours
             faces = [self.embed(frame, rgb, face, settings) for face in faces]
-        self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
+        if counted:
+            self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
         return sorted(faces, key=lambda face: -face.area)
 
     def complete(self, frame: Frame, detection: Detection, settings: Settings, want_mesh: bool) -> Face | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import DiskFullError, JobError, disk_full_named, free_mib
+from facefusion_ui.jobs.outputs import choose_output
 from facefusion_ui.paths import home_dir
 from facefusion_ui.types import JobStatus
 
@@ -27,6 +28,8 @@ BUSY_TIMEOUT_MS = 60_000
 FULL_BELOW_MIB = 1
 """SQLite says "disk I/O error" when it cannot grow its shared-memory file: a full disk when this little is free."""
 DEFAULT_MAX_ATTEMPTS = 3
+TOO_LATE = "completed: the cancel came too late (its output was already written)"
+"""The status line of a job whose cancel was asked for after its last frames."""
 MAX_INTERRUPTIONS = 20
 """A job whose workers died this many times while running it (e.g. it crashes them) is failed. Attempts
 count only the job's own failures: a worker killed mid-job is an interruption, and the job resumes from
@@ -334,15 +337,30 @@ class JobStore:
             )
 
     def complete(self, job_id: int, owner: str, result: dict[str, Any]) -> bool:
+        """The job's output is written. A cancel asked for after its last frames came too late: the job
+        is completed and its status line says so (never completed with a cancel still pending)."""
         now = time.time()
         with self._write() as connection:
             cursor = connection.execute(
                 "UPDATE jobs SET status = 'completed', result = ?, finished_at = ?, updated_at = ?, lease_owner = NULL,"
-                " lease_expires = NULL, last_error = NULL, status_line = 'completed'"
+                " lease_expires = NULL, last_error = NULL, status_line = CASE WHEN cancel_requested"
+                f" THEN '{TOO_LATE}' ELSE 'completed' END, cancel_requested = 0"
                 " WHERE id = ? AND lease_owner = ? AND status = 'running'",
                 (json.dumps(result), now, now, job_id, owner),
             )
             return cursor.rowcount == 1
+
+    def wait_for_output(self, job_id: int, owner: str, reason: str, wait_s: float) -> None:
+        """Another run writes the job's output: the job waits for it, queued again after ``wait_s`` without
+        its attempt counting (it never fails for that)."""
+        now = time.time()
+        with self._write() as connection:
+            connection.execute(
+                "UPDATE jobs SET status = 'queued', attempts = MAX(attempts - 1, 0), last_error = ?, not_before = ?,"
+                " updated_at = ?, lease_owner = NULL, lease_expires = NULL,"
+                " status_line = 'waiting: another job is writing its output' WHERE id = ? AND lease_owner = ?",
+                (reason, now + wait_s, now, job_id, owner),
+            )
 
     def fail(self, job_id: int, owner: str, reason: str, transient: bool, backoff_s: float = 5.0) -> JobStatus:
         """A failed attempt: requeued after a backoff when transient and attempts remain, else failed."""
@@ -386,13 +404,17 @@ class JobStore:
 
     # the user's side -------------------------------------------------------------------------------------------------
     def cancel(self, job_id: int) -> JobStatus:
-        """A queued job is cancelled at once; a running one stops at its next frames and cleans up."""
-        job = self.get(job_id)
-        if job.status in ("completed", "failed", "cancelled"):
-            raise JobError(f"job {job_id} is already {job.status}: nothing to cancel")
+        """A queued job is cancelled at once; a running one stops at its next frames and cleans up. Read and
+        written in one transaction: a job that ended meanwhile is refused, never marked."""
         now = time.time()
         with self._write() as connection:
-            if job.status == "queued":
+            row = connection.execute("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobError(f"no job {job_id}: 'run.py batch list' shows the jobs")
+            status = str(row[0])
+            if status in ("completed", "failed", "cancelled"):
+                raise JobError(f"job {job_id} is already {status}: nothing to cancel")
+            if status == "queued":
                 connection.execute(
                     "UPDATE jobs SET status = 'cancelled', finished_at = ?, updated_at = ?, status_line = 'cancelled'"
                     " WHERE id = ? AND status = 'queued'",
@@ -400,20 +422,37 @@ class JobStore:
                 )
                 return "cancelled"
             connection.execute(
-                "UPDATE jobs SET cancel_requested = 1, status_line = 'cancelling', updated_at = ? WHERE id = ?",
+                "UPDATE jobs SET cancel_requested = 1, status_line = 'cancelling', updated_at = ?"
+                " WHERE id = ? AND status = 'running'",
                 (now, job_id),
             )
         return "running"
 
     def retry(self, job_id: int) -> None:
-        job = self.get(job_id)
-        if job.status not in ("failed", "cancelled"):
-            raise JobError(f"job {job_id} is {job.status}: only failed or cancelled jobs can be retried")
+        """Queue a failed or cancelled job again. Its output is claimed again in the same transaction: a
+        name the tool made that a live job took meanwhile steps aside to a free one (``-2``...); a name the
+        user chose stays, and the job waits for the other run writing it (``wait_for_output``)."""
         with self._write() as connection:
+            row = connection.execute("SELECT status, payload FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobError(f"no job {job_id}: 'run.py batch list' shows the jobs")
+            if row[0] not in ("failed", "cancelled"):
+                raise JobError(f"job {job_id} is {row[0]}: only failed or cancelled jobs can be retried")
+            payload = json.loads(row[1])
+            if payload.get("output_made") and payload.get("output"):
+                live = connection.execute(
+                    "SELECT json_extract(payload, '$.output'), id FROM jobs"
+                    " WHERE status IN ('queued', 'running') AND id != ?",
+                    (job_id,),
+                ).fetchall()
+                taken = {str(path): str(other) for path, other in live}
+                wanted = Path(payload["output"])
+                overwrite = bool(payload.get("overwrite"))
+                payload["output"] = str(choose_output(wanted, taken, made=True, overwrite=overwrite))
             connection.execute(
-                "UPDATE jobs SET status = 'queued', attempts = 0, interruptions = 0, cancel_requested = 0,"
+                "UPDATE jobs SET status = 'queued', attempts = 0, interruptions = 0, cancel_requested = 0, payload = ?,"
                 " not_before = 0, finished_at = NULL, status_line = 'queued (retry)', updated_at = ? WHERE id = ?",
-                (time.time(), job_id),
+                (json.dumps(payload), time.time(), job_id),
             )
 
     def retry_failed(self) -> list[int]:

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import FacefusionError
+from facefusion_ui.errors import FacefusionError, OutputBusyError
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
 from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.executor import JobHooks, JobResult, StopReason, StopSignal, execute_job
 from facefusion_ui.jobs.log import JobLog
-from facefusion_ui.jobs.store import Job, JobStore
+from facefusion_ui.jobs.store import TOO_LATE, Job, JobStore
 from facefusion_ui.memory import system_memory
 from facefusion_ui.processors.registry import ProcessorRegistry
 
@@ -190,12 +190,18 @@ class Worker:
             result = run.result or {}
             log.write(f"completed in {run.seconds:.1f} s: {json.dumps(result)}")
             if self.store.complete(job.id, self.owner, result):
+                if self.store.get(job.id).status_line == TOO_LATE:
+                    log.write("a cancel came after the last frames: too late, the output is kept")
                 with self._lock:
                     self.completed.append(job.id)
                 output = result.get("output", "")
                 self._announce(
                     {"event": "completed", "job": job.id, "output": output, "seconds": run.seconds, "result": result}
                 )
+        elif run.outcome == "failed" and isinstance(run.exception, OutputBusyError):
+            self.store.wait_for_output(job.id, self.owner, run.error or "", self.options.backoff_s)
+            log.write(f"waiting: {run.error} (queued again; this costs no attempt)")
+            self._announce({"event": "waiting", "job": job.id, "error": run.error or ""})
         elif run.outcome == "failed":
             self._failed(job, log, run.error or "", run.transient)
         elif run.stop_reason == "lost":
@@ -234,6 +240,7 @@ class Worker:
             "completed": "completed",
             "failed": "failed",
             "retrying": "will be retried",
+            "waiting": "waits for another run writing its output",
             "cancelled": "cancelled",
             "interrupted": "stopped and queued again",
         }[event["event"]]

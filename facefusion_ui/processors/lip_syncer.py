@@ -18,7 +18,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import InputError, Remedy
 from facefusion_ui.faces.alignment import estimate_matrix, paste_back, warp_face
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -97,7 +97,10 @@ class LipSyncer:
     def pre_check(self) -> list[str]:
         problems = missing_models(self.runtime, self.required_models())
         if self.settings.source_audio is None:
-            raise InputError("the lip syncer needs the audio to follow: give --source-audio FILE")
+            raise InputError(
+                "the lip syncer needs the audio to follow",
+                remedy=Remedy("give --source-audio FILE", "add an audio file in the lip syncer's options"),
+            )
         self.mel_windows()  # reads the audio now: a file without audio fails before any frame
         return problems
 

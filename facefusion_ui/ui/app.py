@@ -54,30 +54,47 @@ def check_port(host: str, port: int) -> None:
             ) from error
 
 
-PAGE_CSS = ".face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }"
-"""Face galleries as a strip of small whole thumbnails: Gradio widens a lone item to the full width, and the
-gallery's height then shows only its top (a forehead)."""
+PAGE_CSS = """
+.face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }
+.strip-caption p { margin: 0; font-size: var(--block-label-text-size); color: var(--block-label-text-color); }
+#single-sources .filename .stem, #single-target .filename .stem { white-space: normal; overflow-wrap: anywhere; }
+#single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; }
+"""
+"""Face galleries as a strip of small whole thumbnails (Gradio widens a lone item to the full width, and the
+gallery's height then shows only its top: a forehead), captioned above rather than under a label laid over
+them; file names whole; the options' column scrolled on its own, so the preview beside it stays in view
+while they are edited."""
 
 
 def build_app(services: Any) -> Any:
     import gradio as gr
 
-    from facefusion_ui.ui.api import build_api
+    from facefusion_ui.ui import settings, single
+    from facefusion_ui.ui.api import build_api, hide_page_events
     from facefusion_ui.ui.batch import build_batch_tab
-    from facefusion_ui.ui.settings import build_settings_tab
-    from facefusion_ui.ui.single import build_single_tab
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
         notice = gr.Markdown("", elem_id="page-notice")
         demo.load(lambda: services.notice, None, notice, show_progress="hidden")
         with gr.Tab("Single", id="single"):
-            build_single_tab(services)
+            single_tab = single.build_single_tab(services)
         with gr.Tab("Batch", id="batch"):
             build_batch_tab(services)
         with gr.Tab("Settings", id="settings"):
-            build_settings_tab(services)
+            settings_tab = settings.build_settings_tab(services)
         build_api(services)
+        # each page load shows the settings as saved now, not as they were when the server started
+        demo.load(
+            lambda: single.page_values(services, single_tab.shown), None, single_tab.loaded(), show_progress="hidden"
+        )
+        demo.load(
+            lambda: settings.page_values(services, settings_tab.shown),
+            None,
+            settings_tab.loaded(),
+            show_progress="hidden",
+        )
+    hide_page_events(demo)
     return demo
 
 

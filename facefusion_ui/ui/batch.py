@@ -15,7 +15,7 @@ import gradio as gr
 
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.jobs.payload import output_for
-from facefusion_ui.jobs.store import Job
+from facefusion_ui.jobs.store import TOO_LATE, Job
 from facefusion_ui.ui.common import file_paths, job_text, outputs_of, problem, reported
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import output_dir
@@ -32,14 +32,16 @@ def job_row(job: Job, selected: Sequence[int]) -> list[Any]:
         else ("100%" if job.status == "completed" else "")
     )
     eta = f"{job.eta_s:.0f}" if job.eta_s is not None and job.status == "running" else ""
-    status = "cancelling" if job.status == "running" and job.cancel_requested else job.status
+    status: str = "cancelling" if job.status == "running" and job.cancel_requested else job.status
+    if job.status == "completed" and job.status_line == TOO_LATE:
+        status = "completed (the cancel came too late)"
     return [
         SELECTED_MARK if job.id in selected else "",
         job.id,
         Path(job.target).name,
         status,
         progress,
-        f"{job.fps:.1f}",
+        f"{job.fps:.1f}" if job.frames_total else "",
         eta,
         f"{job.attempts}/{job.max_attempts}",
         job_text(job.payload, job.last_error or ""),
@@ -249,7 +251,7 @@ def act_on_jobs(services: UiServices, action: str, selected: Any) -> Acted:
     chosen = [int(job_id) for job_id in selected or []]
     if not chosen:
         raise InputError("select jobs first: click their rows in the table")
-    done, refused = [], []
+    done, refused, stopping = [], [], []
     verb = {"cancel": services.store.cancel, "retry": services.store.retry, "remove": services.store.remove}[action]
     statuses = {job.id: job.status for job in services.store.jobs()}
     for job_id in chosen:
@@ -258,11 +260,17 @@ def act_on_jobs(services: UiServices, action: str, selected: Any) -> Acted:
             refused.append(f"- {reason}")
             continue
         try:
-            verb(job_id)
+            if verb(job_id) == "running":  # a running job stops at its next frames
+                stopping.append(job_id)
             done.append(job_id)
         except FacefusionError as error:
             refused.append(f"- {error.for_page()}")
     remaining = [job_id for job_id in chosen if not (action == "remove" and job_id in done)]
-    text = f"{ACTIONS[action]}: " + (", ".join(f"job {job_id}" for job_id in done) or "none")
+    ended = [job_id for job_id in done if job_id not in stopping]
+    parts = [f"{ACTIONS[action]}: " + (", ".join(f"job {job_id}" for job_id in ended) or "none")]
+    if stopping:  # said instead of "cancelled: none" when every one of them is still running
+        stopped = "stopping at their next frames: " + ", ".join(f"job {job_id}" for job_id in stopping)
+        parts = [*parts, stopped] if ended else [stopped]
+    text = "\n".join(parts)
     message = problem("\n".join([text, *refused])) if refused else text
     return Acted(message, remaining, selection_line(remaining), table_rows(services, remaining))

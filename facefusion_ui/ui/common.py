@@ -14,6 +14,7 @@ import gradio as gr
 
 from facefusion_ui.errors import FacefusionError
 from facefusion_ui.jobs.store import Job
+from facefusion_ui.media_files import IMAGE_SUFFIXES
 
 logger = logging.getLogger(__name__)
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -110,13 +111,21 @@ def progress_line(job: Job) -> str:
         return f"job {job.id}: {job.status_line or 'queued'}"
     if job.status == "running" and job.cancel_requested:
         return f"job {job.id}: cancelling (it stops at its next frames)"
+    if job.status == "running" and not job.frames_total:  # an image, or a video before its first frames
+        return f"job {job.id}: working on the image" if is_image(job.target) else f"job {job.id}: starting"
     if job.status == "running":
         eta = f" · ETA {job.eta_s:.0f} s" if job.eta_s is not None else ""
         chunk = f" · chunk {job.chunk}/{job.chunks_total}" if job.chunks_total else ""
         return f"job {job.id}: {job.frames_done}/{job.frames_total} frames · {job.fps:.1f} fps{eta}{chunk}"
     if job.status == "failed":
         return f"job {job.id} failed: {job.last_error}"
+    if job.status == "completed" and job.status_line and job.status_line != "completed":
+        return f"job {job.id} {job.status_line}"  # e.g. a cancel that came too late
     return f"job {job.id} {job.status}"
+
+
+def is_image(target: str) -> bool:
+    return Path(target).suffix.lower() in IMAGE_SUFFIXES
 
 
 def output_name(target: Path, outputs_dir: Path) -> Path:

@@ -5,22 +5,38 @@ once (no restart)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import DownloadError, InputError
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.model_service import DownloadStatus, ModelDownloads, required_closure
 from facefusion_ui.models import ModelSpec, model_path, model_state
 from facefusion_ui.ui.model_sizes import ModelSizes
 
 
-def status_line(status: DownloadStatus) -> str:
-    """``gfpgan_1.4: 120.3 MB of 348.6 MB (35%), 4.1 MB/s, 56 s left`` and the like."""
+def failure_line(status: DownloadStatus, instead: Sequence[str] = ()) -> str:
+    """A failed download in one line, beside its Download button: what failed, why, what to do now
+    (``instead``: models of the same role that need no download)."""
+    name, error = status.name, status.error
+    if not isinstance(error, DownloadError) or not error.why:
+        return f"{name}: download failed: {error.for_page() if error else status.message}"
+    amount = f"{error.kept / 1e6:.1f} MB" if error.kept >= 100_000 else f"{max(error.kept // 1000, 1)} kB"
+    kept = f" ({amount} arrived and are kept: Download resumes)" if error.kept else ""
+    online = "press Download again later (if it keeps failing, the address may be gone: report it)"
+    todo = "connect to the internet, then press Download again" if error.offline else online
+    others = f"; meanwhile {' or '.join(instead)} needs no download" if instead else ""
+    return f"{name} was not downloaded: {error.why}{kept}. To do: {todo}{others}"
+
+
+def status_line(status: DownloadStatus, instead: Sequence[str] = ()) -> str:
+    """``gfpgan_1.4: 120.3 MB of 348.6 MB (35%), 4.1 MB/s, 56 s left`` and the like; a failure as
+    ``failure_line`` says it."""
     name = status.name
     if status.state == "failed":
-        return f"{name}: download failed: {status.error.for_page() if status.error else status.message}"
+        return failure_line(status, instead)
     if status.state == "cancelled":
         return f"{name}: download cancelled (what arrived is kept: Download resumes it)"
     if status.state == "done":
@@ -44,6 +60,8 @@ def moved(spec: ModelSpec, url: str) -> ModelSpec:
 
 
 BAR_CELLS = 20
+ENDED_SHOWN_S = 60.0
+"""An ended download (its failure, or that it is here) is shown this long, then no longer to new page loads."""
 
 
 def progress_bar(status: DownloadStatus) -> str:
@@ -54,9 +72,9 @@ def progress_bar(status: DownloadStatus) -> str:
     return f"`▕{'█' * filled}{'░' * (BAR_CELLS - filled)}▏` "
 
 
-def page_line(status: DownloadStatus) -> str:
+def page_line(status: DownloadStatus, instead: Sequence[str] = ()) -> str:
     """One download as the page shows it: its bar, then ``status_line``."""
-    return progress_bar(status) + status_line(status)
+    return progress_bar(status) + status_line(status, instead)
 
 
 @dataclass
@@ -65,6 +83,8 @@ class PageDownloads:
     url_for: dict[str, str] = field(default_factory=dict)
     """Another address for a model (tests, mirrors); the catalog's otherwise."""
     sizes: ModelSizes = field(default_factory=ModelSizes, repr=False)
+    shown_s: float = ENDED_SHOWN_S
+    """How long an ended download stays in ``progress()`` (every page load would show it otherwise)."""
     _service: ModelDownloads | None = field(default=None, repr=False)
 
     def spec(self, name: str) -> ModelSpec:
@@ -111,8 +131,25 @@ class PageDownloads:
             return spec.size
         return self.sizes.size(spec.url)
 
+    def instead(self, name: str) -> list[str]:
+        """The models of ``name``'s role that come with the program (no download)."""
+        role = self.runtime.spec(name).role
+        return [spec.name for spec in self.runtime.manifest.values() if spec.role == role and spec.kind == "embedded"]
+
+    def lines(self, statuses: Sequence[DownloadStatus] | None = None) -> str:
+        """The downloads (``statuses``, by default all of them) as the page lists them, one line each."""
+        shown = list(self.progress().values()) if statuses is None else statuses
+        return "\n".join(f"- {page_line(status, self.instead(status.name))}" for status in shown)
+
     def progress(self) -> dict[str, DownloadStatus]:
-        return self._service.statuses() if self._service is not None else {}
+        """The downloads under way, and those that ended in the last ``shown_s`` seconds."""
+        statuses = self._service.statuses() if self._service is not None else {}
+        now = time.monotonic()
+        return {
+            name: status
+            for name, status in statuses.items()
+            if status.ended_at is None or now - status.ended_at < self.shown_s
+        }
 
     def wait(self, name: str, timeout_s: float) -> None:
         """Until the download of ``name`` ends or ``timeout_s`` passed."""

@@ -20,11 +20,10 @@ from facefusion_ui.memory import probe_gpus, system_memory
 from facefusion_ui.models import model_state
 from facefusion_ui.presets import PRESET_KEYS, apply_preset, load_presets, suggest_preset
 from facefusion_ui.processors.registry import ProcessorRegistry
-from facefusion_ui.state_manager import Settings, page_setting_keys, setting_rule
+from facefusion_ui.state_manager import Settings, page_setting_keys, setting_label, setting_rule
 from facefusion_ui.types import PageGroup, PresetName, choices
 from facefusion_ui.ui.common import outputs_of, problem, reported
 from facefusion_ui.ui.controls import control_update, control_values, setting_control
-from facefusion_ui.ui.downloads import page_line
 from facefusion_ui.ui.processor_options import installed, is_model_list, model_choices, model_labels
 from facefusion_ui.ui.services import UiServices
 
@@ -63,11 +62,15 @@ def suggested() -> str:
 
 
 def preset_table(selected: str) -> str:
+    """Who each preset is for and what it trades (its file's ``description`` and ``trades``), then the
+    values each sets, by the settings' page labels."""
     presets = load_presets()
+    intro = [f"- **{p.name}**: {p.description}" for p in presets]
+    intro = [line + (f". Trades {p.trades}." if p.trades else "") for line, p in zip(intro, presets, strict=True)]
     header = "| setting | " + " | ".join(f"**{p.name}**" if p.name == selected else p.name for p in presets) + " |"
-    lines = [header, "|---|" + "---|" * len(presets)]
+    lines = [*intro, "", header, "|---|" + "---|" * len(presets)]
     for key in PRESET_KEYS:
-        lines.append(f"| {key} | " + " | ".join(str(p.values[key]) for p in presets) + " |")
+        lines.append(f"| {setting_label(key)} | " + " | ".join(str(p.values[key]) for p in presets) + " |")
     return "\n".join(lines) + f"\n\nSuggested for this machine: **{suggested()}**. Selected: **{selected}**."
 
 
@@ -102,9 +105,15 @@ class SettingsTab:
     models: Any
     downloads: Any
     timer: Any
+    shown: Settings
+    """The settings the page was built with: what a browser shows before its page load updates it."""
 
     def fields(self) -> list[Any]:
         return [self.preset, *self.controls]
+
+    def loaded(self) -> list[Any]:
+        """What ``page_values`` updates, in its order."""
+        return [self.preset, self.table, *self.controls, self.models, self.unsaved]
 
 
 def render_controls(services: UiServices) -> list[Any]:
@@ -152,22 +161,26 @@ def render_settings_tab(services: UiServices) -> SettingsTab:
         unsaved = gr.Markdown("", elem_id="settings-unsaved")
     saved = gr.Markdown("", elem_id="settings-saved")
     parts = render_models(services)
-    return SettingsTab(preset, controls, table, save, saved, unsaved, **parts, timer=gr.Timer(1.0))
+    return SettingsTab(preset, controls, table, save, saved, unsaved, **parts, timer=gr.Timer(1.0), shown=settings)
 
 
 def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     keys = settings_keys()
     preset_outputs = [tab.controls[keys.index(key)] for key in PRESET_KEYS]
-    tab.preset.change(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved])
+    # the person's own edits only (a page load showing the saved settings is no edit), then what is unsaved
     mark = functools.partial(unsaved_line, services)
-    for control in tab.fields():
-        control.change(mark, tab.fields(), tab.unsaved, show_progress="hidden")
+    tab.preset.input(choose_preset, tab.preset, [tab.table, *preset_outputs, tab.saved]).then(
+        mark, tab.fields(), tab.unsaved, show_progress="hidden"
+    )
+    for control in tab.controls:
+        edit = control.input if hasattr(control, "input") else control.change
+        edit(mark, tab.fields(), tab.unsaved, show_progress="hidden", trigger_mode="always_last")
     tab.save.click(functools.partial(run_save, services), tab.fields(), outputs_of(Saved, tab))
     tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
     tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
     named = zip([model_names(key) for key in keys], tab.controls, strict=True)
     pickers = [(names, control) for names, control in named if is_model_list(services, names)]
-    finished_seen = gr.State(0)
+    finished_seen = gr.State("")
     tab.timer.tick(
         functools.partial(download_progress, services, [names for names, _ in pickers]),
         finished_seen,
@@ -176,8 +189,22 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
     )
 
 
-def build_settings_tab(services: UiServices) -> None:
-    listen_settings_tab(render_settings_tab(services), services)
+def build_settings_tab(services: UiServices) -> SettingsTab:
+    tab = render_settings_tab(services)
+    listen_settings_tab(tab, services)
+    return tab
+
+
+def page_values(services: UiServices, shown: Settings) -> list[Any]:
+    """At each page load, the tab as the saved settings are now (``SettingsTab.loaded()``'s parts): the
+    preset, its table, each control whose saved value differs from ``shown`` (the page was built with
+    those), the models' table, and no unsaved change."""
+    settings = services.settings()
+    controls = [
+        control_update(key, getattr(settings, key)) if getattr(settings, key) != getattr(shown, key) else gr.skip()
+        for key in settings_keys()
+    ]
+    return [settings.preset, preset_table(settings.preset), *controls, model_rows(services), ""]
 
 
 def choose_preset(name: str) -> tuple[Any, ...]:
@@ -266,7 +293,7 @@ def start_download(services: UiServices, name: str) -> str:
 
 
 def download_lines(services: UiServices) -> str:
-    return "\n".join(f"- {page_line(status)}" for status in services.downloads.progress().values())
+    return services.downloads.lines()
 
 
 def model_names(key: str) -> list[str]:
@@ -274,13 +301,16 @@ def model_names(key: str) -> list[str]:
 
 
 def download_progress(
-    services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: int
+    services: UiServices, model_lists: Sequence[Sequence[str]], finished_seen: str
 ) -> tuple[Any, ...]:
-    """Progress of the downloads (the table refreshed while any runs, and once after); each time more
-    downloads have ended, the model dropdowns relabelled (installed, sizes) without a reload."""
-    lines = download_lines(services)
-    finished = sum(status.finished for status in services.downloads.progress().values())
+    """Progress of the downloads while any runs, and once more when others have ended (the table refreshed
+    and the model dropdowns relabelled (installed, sizes) without a reload); nothing otherwise, so a
+    message written there since (Delete's) stays. ``finished_seen``: the ended downloads the page showed."""
+    ended = [status for status in services.downloads.progress().values() if status.finished]
+    finished = ";".join(f"{status.name}@{status.ended_at}" for status in ended)
     relabel = finished != finished_seen
+    news = services.downloads.running() or relabel
+    lines = download_lines(services) if news else ""
     dropdowns = [gr.update(choices=model_choices(services, names)) if relabel else gr.skip() for names in model_lists]
     return (lines or gr.skip()), model_rows(services) if lines else gr.skip(), finished, *dropdowns
 

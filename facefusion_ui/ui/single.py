@@ -13,16 +13,17 @@ from typing import Any
 import gradio as gr
 
 from facefusion_ui.faces.selector import FILTER_SETTINGS
-from facefusion_ui.state_manager import setting_rule
+from facefusion_ui.state_manager import Settings, setting_rule
 from facefusion_ui.ui import single_models, single_run
 from facefusion_ui.ui.common import outputs_of
-from facefusion_ui.ui.controls import setting_control
+from facefusion_ui.ui.controls import control_update, setting_control
 from facefusion_ui.ui.people import PeoplePanel, face_map_of, listen_people_panel, render_people_panel
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import (
     MASK_SETTINGS,
     is_model_list,
     model_labels,
+    option_fields,
     processor_label,
     processor_settings,
     render_option_control,
@@ -62,6 +63,7 @@ class SingleTab:
     faces: Any
     position: Any
     processors: Any
+    run_order: Any
     folder: Any
     name: Any
     preview: Any
@@ -81,6 +83,12 @@ class SingleTab:
     """One control per option of ``option_fields``, in that order."""
     models: ModelPickers
     people: PeoplePanel
+    shown: Settings
+    """The settings the page was built with: what a browser shows before its page load updates it."""
+
+    def loaded(self) -> list[Any]:
+        """What ``page_values`` updates, in its order."""
+        return [self.processors, *self.setting_controls, *self.option_controls]
 
     def request(self) -> list[Any]:
         """The inputs of preview and Start, as ``single_request.Request.parse`` reads them: the controls
@@ -93,8 +101,10 @@ def render_sources_and_target() -> dict[str, Any]:
     sources = gr.File(
         label="Source face photo(s): one person", file_count="multiple", file_types=["image"], elem_id="single-sources"
     )
+    gr.Markdown("The face found in each source photo", elem_classes=["strip-caption"])
     source_faces = gr.Gallery(
         label="The face found in each source photo",
+        show_label=False,
         columns=6,
         height=130,
         object_fit="contain",
@@ -102,7 +112,8 @@ def render_sources_and_target() -> dict[str, Any]:
         elem_id="single-source-faces",
         elem_classes=["face-strip"],
     )
-    target = gr.File(label="Target image or video", file_types=["image", "video"], elem_id="single-target")
+    # audio too: a file the picker would drop silently is said in the message area instead
+    target = gr.File(label="Target image or video", file_types=["image", "video", "audio"], elem_id="single-target")
     frame = gr.Slider(
         0, 1, value=0, step=1, label="Frame (reference and preview)", visible=False, elem_id="single-frame"
     )
@@ -113,8 +124,10 @@ def render_sources_and_target() -> dict[str, Any]:
         )
         trim_end = gr.Slider(0, 1, value=1, step=1, label="Trim: last frame", visible=False, elem_id="single-trim-end")
     trim_times = gr.Markdown("", elem_id="single-trim-times")
+    gr.Markdown("Faces in that frame: click one to make it the reference", elem_classes=["strip-caption"])
     faces = gr.Gallery(
         label="Faces in that frame: click one to make it the reference",
+        show_label=False,
         columns=6,
         height=170,
         object_fit="contain",
@@ -193,7 +206,9 @@ def render_option(services: UiServices, processor: str, option: Any, value: Any,
         return pickers.add(services, control, names, value, f"single-download-{processor}-{option.name}")
 
 
-def render_processors(services: UiServices, controls: dict[str, Any], pickers: ModelPickers) -> tuple[Any, list[Any]]:
+def render_processors(
+    services: UiServices, controls: dict[str, Any], pickers: ModelPickers
+) -> tuple[Any, Any, list[Any]]:
     """The processors, and beside each its settings and declared options (a model with its Download
     button); the downloads' progress line; then the face mask."""
     settings = services.settings()
@@ -202,9 +217,10 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     processors = gr.CheckboxGroup(
         [(processor_label(services.registry, name), name) for name in names],
         value=chosen,
-        label="Processors (in order)",
+        label="Processors (they run in the order you tick them)",
         elem_id="single-processors",
     )
+    order = gr.Markdown(single_run.run_order(chosen), elem_id="single-run-order")
     table = services.registry.option_table()
     options = []
     given = settings.processor_options
@@ -223,7 +239,7 @@ def render_processors(services: UiServices, controls: dict[str, Any], pickers: M
     pickers.line = gr.Markdown("", elem_id="single-downloads")
     pickers.timer = gr.Timer(1.0, active=True)  # the first tick labels the models with the sizes found since
     render_group("Face mask (how changed faces blend in)", MASK_SETTINGS, settings, controls)
-    return processors, options
+    return processors, order, options
 
 
 def render_group(title: str, keys: tuple[str, ...], settings: Any, controls: dict[str, Any]) -> None:
@@ -281,18 +297,19 @@ def render_single_tab(services: UiServices) -> SingleTab:
     controls: dict[str, Any] = dict.fromkeys(single_keys(services.registry))
     pickers = ModelPickers()
     with gr.Row():
-        with gr.Column():
+        with gr.Column(elem_id="single-options-column"):  # scrolled on its own: the preview stays in view
             media = render_sources_and_target()
             people = render_people_panel()
             position = render_faces(services, controls)
-            processors, options = render_processors(services, controls, pickers)
+            processors, order, options = render_processors(services, controls, pickers)
             folder, name = render_output(services, controls)
-        with gr.Column():
+        with gr.Column(elem_id="single-run-column"):
             run = render_run_column()
     return SingleTab(
         **media,
         position=position,
         processors=processors,
+        run_order=order,
         folder=folder,
         name=name,
         **run,
@@ -302,6 +319,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
         option_controls=options,
         models=pickers,
         people=people,
+        shown=services.settings(),
     )
 
 
@@ -334,6 +352,14 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         **show_preview, **PREVIEW_EVENT
     )
     tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
+    # the frame's time follows a drag and a typed number (Enter) alike
+    tab.frame.input(
+        single_run.frame_line,
+        [tab.target, tab.frame],
+        tab.frame_time,
+        show_progress="hidden",
+        trigger_mode="always_last",
+    )
     for event in (tab.frame.release, *(control.change for control in filters)):
         event(
             functools.partial(single_run.change_frame, services),
@@ -343,6 +369,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     for bound in (tab.trim_start, tab.trim_end):
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)
+    tab.processors.change(single_run.run_order, tab.processors, tab.run_order, show_progress="hidden")
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
@@ -379,5 +406,31 @@ def listen_models(models: ModelPickers, services: UiServices) -> None:
     )
 
 
-def build_single_tab(services: UiServices) -> None:
-    listen_single_tab(render_single_tab(services), services)
+def build_single_tab(services: UiServices) -> SingleTab:
+    tab = render_single_tab(services)
+    listen_single_tab(tab, services)
+    return tab
+
+
+def page_values(services: UiServices, shown: Settings) -> list[Any]:
+    """At each page load, the tab's settings as saved now (``SingleTab.loaded()``'s parts): the processors,
+    each setting control and each option control whose saved value differs from ``shown`` (the page was
+    built with those; the others are left as they are)."""
+    settings = services.settings()
+    names = services.registry.names()
+    chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
+    processors = chosen if settings.processors != shown.processors else gr.skip()
+    fallback = services.runtime.spec(settings.face_recognizer_model).threshold
+    controls = []
+    for key in single_keys(services.registry):
+        value = getattr(settings, key)
+        if value == getattr(shown, key):
+            controls.append(gr.skip())
+        else:
+            controls.append(control_update(key, fallback if value is None and key in FACE_SETTINGS else value))
+    options = []
+    for processor, option in option_fields(services):
+        now = settings.processor_options.get(processor, {}).get(option.name, option.default)
+        before = shown.processor_options.get(processor, {}).get(option.name, option.default)
+        options.append(gr.update(value=now) if now != before else gr.skip())
+    return [processors, *controls, *options]

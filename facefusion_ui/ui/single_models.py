@@ -13,7 +13,7 @@ from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.model_service import DownloadStatus
 from facefusion_ui.ui.common import problem, reported
-from facefusion_ui.ui.downloads import page_line, status_line
+from facefusion_ui.ui.downloads import status_line
 from facefusion_ui.ui.processor_options import installed, model_choices
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, job_models, request_settings
@@ -45,8 +45,8 @@ def downloadable(services: UiServices, name: Any) -> bool:
     )
 
 
-def progress_lines(statuses: Sequence[DownloadStatus]) -> str:
-    return "\n".join(f"- {page_line(status)}" for status in statuses)
+def progress_lines(services: UiServices, statuses: Sequence[DownloadStatus]) -> str:
+    return services.downloads.lines(statuses)
 
 
 def model_chosen(services: UiServices, name: Any) -> ModelChosen:
@@ -55,7 +55,7 @@ def model_chosen(services: UiServices, name: Any) -> ModelChosen:
         return ModelChosen("", gr.Button(visible=False))
     size = services.downloads.size(str(name))
     weight = f" ({size / 1e6:.0f} MB)" if size else ""
-    line = f"{name} is not downloaded{weight}: press Download beside it, or Start (it downloads what the job needs)"
+    line = f"{name} is not downloaded{weight}: press Download beside it"
     return ModelChosen(line, gr.Button(visible=True))
 
 
@@ -66,14 +66,14 @@ def download_chosen(services: UiServices, name: Any) -> DownloadStarted:
         return DownloadStarted(f"{name} is already downloaded", gr.skip())
     started = services.downloads.start_missing([str(name)])
     statuses = [services.downloads.progress()[each] for each in started]
-    return DownloadStarted(progress_lines(statuses), gr.Timer(active=True))
+    return DownloadStarted(progress_lines(services, statuses), gr.Timer(active=True))
 
 
 def download_tick(services: UiServices, model_lists: Sequence[Sequence[str]], *values: Any) -> tuple[Any, ...]:
     """The downloads' progress; once none runs, every model dropdown relabelled (installed, sizes) with
     its Download button shown only for a model still missing, and the timer stopped."""
     statuses = list(services.downloads.progress().values())
-    line = progress_lines(statuses) if statuses else gr.skip()
+    line = progress_lines(services, statuses) if statuses else gr.skip()
     count = len(model_lists)
     if services.downloads.running():
         return line, *(gr.skip(),) * (2 * count), gr.Timer(active=True)
@@ -89,13 +89,15 @@ def wait_for_downloads(services: UiServices, names: Sequence[str]) -> Iterator[s
         statuses = [progress[name] for name in names if name in progress]
         if all(status.finished for status in statuses):
             break
-        yield progress_lines(statuses)
+        yield progress_lines(services, statuses)
         running = next(status.name for status in statuses if not status.finished)
         services.downloads.wait(running, POLL_S)
     failed = [status for status in statuses if status.state != "done"]
     if failed:
-        reasons = "; ".join(status_line(status) for status in failed)
-        raise InputError(f"{reasons}: no job was queued (press Start to try again)")
+        lines = [status_line(status, services.downloads.instead(status.name)) for status in failed]
+        if len(lines) == 1:
+            raise InputError(f"No job was queued: {lines[0]}")
+        raise InputError("No job was queued: models it needs are missing.\n" + "\n".join(f"- {x}" for x in lines))
 
 
 def run_start_with_models(

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import InputError, ModelError
+from facefusion_ui.errors import InputError
 from facefusion_ui.faces.classifier import FACE_CLASSIFIER
 from facefusion_ui.faces.selector import filters_in_use
-from facefusion_ui.models import missing_model_error
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings, merge_options, page_setting_keys
 from facefusion_ui.ui.common import file_path, file_paths, output_name
@@ -142,10 +141,9 @@ def job_models(services: UiServices, settings: Settings) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def missing_models(services: UiServices, settings: Settings) -> list[ModelError]:
-    """What is said of each model a job with ``settings`` loads that is not installed."""
-    specs = [services.runtime.spec(name) for name in job_models(services, settings)]
-    return [missing_model_error(spec) for spec in specs if not installed(services, spec.name)]
+def missing_names(services: UiServices, settings: Settings) -> list[str]:
+    """The models a job with ``settings`` loads that are not installed."""
+    return [name for name in job_models(services, settings) if not installed(services, name)]
 
 
 def output_path(services: UiServices, target: Path, folder: str, name: str) -> Path:

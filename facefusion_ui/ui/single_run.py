@@ -18,10 +18,18 @@ from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
 from facefusion_ui.ui.controls import control_values
-from facefusion_ui.ui.media_view import frame_of, frame_time, rgb, source_face, target_faces, target_info
+from facefusion_ui.ui.media_view import (
+    TargetInfo,
+    frame_of,
+    frame_time,
+    rgb,
+    source_face,
+    target_faces,
+    target_info,
+)
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
-from facefusion_ui.ui.single_request import Request, missing_models, output_path, request_settings
+from facefusion_ui.ui.single_request import Request, missing_names, output_path, request_settings
 
 LOG_LINES = 40
 ACTIVE = ("queued", "running")
@@ -152,25 +160,37 @@ def no_face_line(filters: tuple[Any, ...]) -> str:
 
 def frame_line(target_value: Any, frame: float) -> str:
     """'Frame 9 at 0:00.36' under the frame slider of a video; nothing for an image or no target."""
+    info = readable_target(target_value)
+    return f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}" if info and info.is_video else ""
+
+
+def readable_target(target_value: Any) -> TargetInfo | None:
+    """The target's kind and length; none without a target or when it cannot be read (the message area
+    already says why: ``analyse_target`` reads it first)."""
     path = file_path(target_value)
     if path is None:
-        return ""
-    info = target_info(path)
-    return f"Frame {int(frame or 0)} at {frame_time(int(frame or 0), info.fps)}" if info.is_video else ""
+        return None
+    try:
+        return target_info(path)
+    except FacefusionError:
+        return None
 
 
 def trim_times(target_value: Any, start: float, end: float) -> str:
     """The trim range as times: 'from 0:01.50 to 0:04.00 (61 frames)'."""
-    path = file_path(target_value)
-    if path is None:
-        return ""
-    info = target_info(path)
-    if not info.is_video:
+    info = readable_target(target_value)
+    if info is None or not info.is_video:
         return ""
     first, last = int(start or 0), int(info.frame_count - 1 if end is None else end)
     if last < first:
         return problem(f"the trim ends (frame {last}) before it starts (frame {first})")
     return f"Trim: from {frame_time(first, info.fps)} to {frame_time(last + 1, info.fps)} ({last - first + 1} frames)"
+
+
+def run_order(processors: Any) -> str:
+    """The chosen processors in the order they run (the order they were ticked in)."""
+    chosen = list(processors or [])
+    return "Runs: " + " → ".join(f"{number}. {name}" for number, name in enumerate(chosen, 1)) if chosen else ""
 
 
 def pick(event: gr.SelectData) -> int:
@@ -184,9 +204,10 @@ def run_preview(services: UiServices, request: Request) -> PreviewShown:
     if request.target is None or not request.sources:
         return PreviewShown(gr.skip(), gr.skip())
     settings = request_settings(services, request, trim=False)
-    missing = missing_models(services, settings)
-    if missing:  # said here, with the page's remedy (the pipeline would stop on them too)
-        return PreviewShown(problem("; ".join(error.for_page() for error in missing)), gr.skip())
+    missing = missing_names(services, settings)
+    if missing:  # the preview before the choice would no longer match it: cleared (Download is beside the model)
+        names = f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
+        return PreviewShown(problem(f"No preview until {names} downloaded (the one shown was out of date)"), None)
     image = frame_of(request.target, request.frame)
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
     pipeline.set_reference_from(image)
