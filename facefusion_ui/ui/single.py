@@ -6,7 +6,7 @@ by ``render_single_tab``, wired by ``listen_single_tab`` to the handlers of ``si
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -323,26 +323,10 @@ def render_single_tab(services: UiServices) -> SingleTab:
     )
 
 
-def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
-    keys = single_keys(services.registry)
-    gate = PreviewGate()
-
-    def preview(request: gr.Request, *values: Any) -> single_run.PreviewShown:
-        asked = Request.parse(keys, values)
-        return single_run.gated_preview(services, gate, request.session_hash or "", asked)
-
-    show_preview: dict[str, Any] = {
-        "fn": preview,
-        "inputs": tab.request(),
-        "outputs": outputs_of(single_run.PreviewShown, tab),
-    }
-    # the person's own changes only: the handler itself sets the list when it drops a photo
-    for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
-        event(
-            functools.partial(single_run.show_sources, services),
-            tab.sources,
-            outputs_of(single_run.SourcesShown, tab),
-        ).then(**show_preview, **PREVIEW_EVENT)
+def listen_target_and_frame(
+    tab: SingleTab, services: UiServices, keys: Sequence[str], show_preview: dict[str, Any]
+) -> None:
+    """A new target, a moved frame or a changed face filter: the faces gallery, the frame's time, the preview."""
     fitted = outputs_of(single_run.TargetShown, tab)
     # the face selector's filters: the gallery shows the faces they keep, as the reference position counts them
     filters = [tab.setting_controls[keys.index(key)] for key in FILTER_SETTINGS]
@@ -366,6 +350,29 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
             [tab.target, tab.frame, *filters],
             outputs_of(single_run.FrameShown, tab),
         ).then(**show_preview, **PREVIEW_EVENT)
+
+
+def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
+    keys = single_keys(services.registry)
+    gate = PreviewGate()
+
+    def preview(request: gr.Request, *values: Any) -> single_run.PreviewShown:
+        asked = Request.parse(keys, values)
+        return single_run.gated_preview(services, gate, request.session_hash or "", asked)
+
+    show_preview: dict[str, Any] = {
+        "fn": preview,
+        "inputs": tab.request(),
+        "outputs": outputs_of(single_run.PreviewShown, tab),
+    }
+    # the person's own changes only: the handler itself sets the list when it drops a photo
+    for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
+        event(
+            functools.partial(single_run.show_sources, services),
+            tab.sources,
+            outputs_of(single_run.SourcesShown, tab),
+        ).then(**show_preview, **PREVIEW_EVENT)
+    listen_target_and_frame(tab, services, keys, show_preview)
     for bound in (tab.trim_start, tab.trim_end):
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)
