@@ -206,6 +206,10 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
     typed.fill("9")
     typed.press("Enter")
     expect(page.locator("#single-frame-time")).to_contain_text("Frame 9 at 0:00.36", timeout=30_000)
+    frames, deadline = videos.decode_all(media_files["clip"]), time.monotonic() + 120
+    while preview_frame(page, frames) != 9:  # the typed frame's preview has come (it writes the message area)
+        assert time.monotonic() < deadline, "the preview never showed the typed frame 9"
+        page.wait_for_timeout(200)
     page.locator("#single-start").click()
     expect(page.locator("#single-message")).to_contain_text("queued: it writes clip_swapped_", timeout=60_000)
     expect(page.locator("#single-start")).to_be_disabled(timeout=10_000)
