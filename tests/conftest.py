@@ -14,11 +14,15 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.state_manager import Settings
+
+if TYPE_CHECKING:
+    from facefusion_ui.ui.services import UiServices
 from tests.support import onnx_models as onnx_models_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,6 +133,18 @@ def cli_here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
         return subprocess.CompletedProcess(["run.py", *args], code, out, err)
 
     return run
+
+
+@pytest.fixture
+def services(private_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UiServices]:
+    """The page's services on the private home, queue only (nothing runs the jobs). Gradio copies the
+    files it is given into its cache: kept in the home as ``start_ui`` does."""
+    from facefusion_ui.ui.services import UiServices  # the page's modules only for the tests that use it
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(private_home / "ui-uploads"))
+    created = UiServices.create(overrides={"output_video_preset": "ultrafast"}, start_worker=False)
+    yield created
+    created.stop()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +45,6 @@ def files(tmp_path: Path) -> dict[str, Path]:
     cv2.imwrite(str(paths["group"]), media.t1())
     cv2.imwrite(str(paths["blank"]), np.full((120, 160, 3), 90, np.uint8))
     return paths
-
-
-@pytest.fixture
-def services(private_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UiServices]:
-    """The page's services on the private home, queue only (nothing runs the jobs). Gradio copies the
-    files it is given into its cache: kept in the home as ``start_ui`` does."""
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(private_home / "ui-uploads"))
-    created = UiServices.create(overrides={"output_video_preset": "ultrafast"}, start_worker=False)
-    yield created
-    created.stop()
 
 
 @pytest.fixture

@@ -60,12 +60,9 @@ def photos(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.fixture
-def page(private_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UiServices]:
-    """The page's services on the private home, queue only (nothing runs the jobs)."""
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(private_home / "ui-uploads"))
-    created = UiServices.create(overrides={"output_video_preset": "ultrafast"}, start_worker=False)
-    yield created
-    created.stop()
+def page(services: UiServices) -> UiServices:
+    """The page's services (``services`` in conftest.py), by this file's name for them."""
+    return services
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -27,11 +27,9 @@ FRAMES = 60
 
 
 @pytest.fixture
-def page(private_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UiServices]:
-    monkeypatch.setenv("GRADIO_TEMP_DIR", str(private_home / "ui-uploads"))
-    created = UiServices.create(overrides={"output_video_preset": "ultrafast"}, start_worker=False)
-    yield created
-    created.stop()
+def page(services: UiServices) -> UiServices:
+    """The page's services (``services`` in conftest.py), by this file's name for them."""
+    return services
 
 
 @pytest.fixture

@@ -91,13 +91,6 @@ class WarmRuntimes:
         with self._lock:
             return list(self._pools)
 
-    def release_all(self) -> None:
-        """Free every model (the process is ending, or a model file changed)."""
-        with self._lock:
-            for pool in self._pools.values():
-                pool.release_all()
-        self.embedded.release_all()
-
     def _pool_for(self, key: ExecutionKey) -> SessionPool:
         pool = self._pools.pop(key, None) or key.pool()
         self._pools[key] = pool  # the most recently used last
