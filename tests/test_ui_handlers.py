@@ -103,7 +103,7 @@ def test_services_live_in_the_private_home(services: UiServices, private_home: P
 
 def test_analyse_target_lists_the_faces_of_an_image(services: UiServices, files: dict[str, Path]) -> None:
     message, crops, frame, first, last, position, times = single_run.analyse_target(services, str(files["group"]), 0)
-    assert len(crops) == 6 and message == ""
+    assert len(crops) == 6 and message == gr.skip()  # nothing to say: the message is the preview's to write
     assert [label for _, label in crops] == [f"face {n}" for n in range(6)]
     assert all(crop.shape == (160, 160, 3) for crop, _ in crops)  # square: the whole face, not its forehead
     assert (frame.visible, first.visible, last.visible, position, times) == (False, False, False, 0, "")
@@ -120,7 +120,7 @@ def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiSe
     assert single_run.trim_times(str(clip), 3, 8) == "Trim: from 0:00.12 to 0:00.36 (6 frames)"
     assert "before it starts" in single_run.trim_times(str(clip), 8, 3)
     message, faces, position, moment = single_run.change_frame(services, str(clip), 6)
-    assert (message, len(faces), position, moment) == ("", 1, 0, "Frame 6 at 0:00.24")
+    assert (message, len(faces), position, moment) == (gr.skip(), 1, 0, "Frame 6 at 0:00.24")
     assert single_run.frame_line(str(clip), 11) == "Frame 11 at 0:00.44"
     assert single_run.frame_line(None, 3) == ""
 
@@ -142,7 +142,7 @@ def test_sources_show_their_face_and_bad_ones_leave_the_list(services: UiService
     assert "blank.png removed: no face found in blank.png" in message
     assert [(image.shape, name) for image, name in thumbnails] == [((160, 160, 3), "astronaut.png")]
     message, kept, thumbnails = single_run.show_sources(services, [str(files["face"])])
-    assert (message, len(thumbnails)) == ("", 1) and kept is not None  # nothing dropped: the list untouched
+    assert (message, len(thumbnails)) == (gr.skip(), 1) and kept is not None  # nothing dropped: list untouched
 
 
 def test_preview_shows_before_and_after(services: UiServices, files: dict[str, Path]) -> None:
@@ -548,7 +548,8 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
         services.runtime.manifest["tiny_detector"] = ModelSpec(
             **{**spec.__dict__, "sha256": hashlib.sha256(body).hexdigest()}
         )
-        assert "already" not in settings.start_download(services, "tiny_detector")
+        started, seen = settings.start_download(services, "tiny_detector")
+        assert "already" not in started and seen == ""  # the page's shown ended downloads, forgotten
         deadline = time.monotonic() + 120
         while services.downloads.running() and time.monotonic() < deadline:  # wait for the download to end
             time.sleep(0.1)
@@ -560,7 +561,7 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert finished.startswith("tiny_detector@")  # the ended downloads the page has shown
     assert labels["tiny_detector"].startswith("tiny_detector · installed")  # relabelled once it ended, no reload
     assert settings.download_progress(services, [detectors], finished)[3] == gr.skip()  # then left alone
-    assert settings.start_download(services, "tiny_detector") == "tiny_detector is already downloaded"
+    assert settings.start_download(services, "tiny_detector")[0] == "tiny_detector is already downloaded"
     message, rows = settings.delete_model(services, "tiny_detector")
     assert message == "tiny_detector deleted" and rows[-1][2] == "no"
     assert not (tmp_path / "models" / "tiny.onnx").exists()
@@ -568,6 +569,26 @@ def test_models_download_with_progress_and_delete(services: UiServices, tmp_path
     assert "comes with the program" in settings.delete_model(services, "dlib_hog")[0]
     # Delete's message stays: the timer writes the downloads' lines only when there is news
     assert settings.download_progress(services, [detectors], finished)[:2] == (gr.skip(), gr.skip())
+
+
+def test_a_download_that_fails_at_once_is_shown_failed_whatever_order_the_page_gets_answers_in(
+    services: UiServices, tmp_path: Path
+) -> None:
+    """A timer tick may answer before Download's click does: the click's older line must not stay."""
+    from tests.support.http_server import ServedFile, serve
+
+    services.runtime.folder = tmp_path / "models"
+    with serve(ServedFile(b"not a model" * 100)) as url:
+        services.downloads.url_for["det_10g"] = url
+        started, seen = settings.start_download(services, "det_10g")
+        services.downloads.wait("det_10g", 120)
+    tick_lines, _, tick_seen, _ = settings.download_progress(services, [["det_10g"]], "")
+    assert "det_10g was not downloaded: " in tick_lines  # the tick that saw the end wrote it ...
+    assert "was not downloaded" not in started  # ... then the click's answer, written at start, landed over it
+    assert settings.download_progress(services, [["det_10g"]], tick_seen)[0] == gr.skip()  # the tick's record alone
+    page_seen = seen  # would leave the click's stale line; the click's answer also forgot what the page had shown
+    lines = settings.download_progress(services, [["det_10g"]], page_seen)[0]
+    assert "det_10g was not downloaded: " in lines  # so the next tick writes the failure again
 
 
 def test_a_face_selector_filter_brings_the_classifier_into_the_download_flow(

@@ -213,6 +213,11 @@ def test_preview_waits_for_quiet_and_the_last_change_wins() -> None:
     gate.hold_message("page")
     assert not gate.may_clear_message("page", before)
     assert gate.may_clear_message("page", gate.ticket("page"))
+    # by the browser's clock: a preview sent before Start but reaching the server after it leaves the message
+    gate.hold_message("page", asked_at=2_000.0)
+    late = gate.ticket("page")  # its ticket is newer than Start's, yet it was sent first
+    assert not gate.may_clear_message("page", late, asked_at=1_999.0)
+    assert gate.may_clear_message("page", late, asked_at=2_001.0)
 
 
 def test_gated_preview_skips_stale_changes(page: UiServices, photos: dict[str, Path]) -> None:

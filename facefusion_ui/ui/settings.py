@@ -176,11 +176,11 @@ def listen_settings_tab(tab: SettingsTab, services: UiServices) -> None:
         edit = control.input if hasattr(control, "input") else control.change
         edit(mark, tab.fields(), tab.unsaved, show_progress="hidden", trigger_mode="always_last")
     tab.save.click(functools.partial(run_save, services), tab.fields(), outputs_of(Saved, tab))
-    tab.download.click(functools.partial(start_download, services), tab.model, tab.downloads)
+    finished_seen = gr.State("")
+    tab.download.click(functools.partial(start_download, services), tab.model, [tab.downloads, finished_seen])
     tab.delete.click(functools.partial(delete_model, services), tab.model, outputs_of(ModelDeleted, tab))
     named = zip([model_names(key) for key in keys], tab.controls, strict=True)
     pickers = [(names, control) for names, control in named if is_model_list(services, names)]
-    finished_seen = gr.State("")
     tab.timer.tick(
         functools.partial(download_progress, services, [names for names, _ in pickers]),
         finished_seen,
@@ -282,14 +282,24 @@ def run_save(services: UiServices, name: str, *values: Any) -> Saved:
     return Saved(problem("\n".join([text, *(f"- {line}" for line in warnings)])) if warnings else text, "")
 
 
-@reported()
-def start_download(services: UiServices, name: str) -> str:
+class DownloadStarted(NamedTuple):
+    """What Download updates: its line, and the ended downloads the page has shown, forgotten."""
+
+    downloads: Any
+    finished_seen: Any
+
+
+@reported(DownloadStarted)
+def start_download(services: UiServices, name: str) -> DownloadStarted:
+    """Start ``name``'s download. What the page has shown is forgotten, so the next timer tick writes the
+    downloads again: a tick that ran while this click was answered (a download that fails at once) would
+    otherwise have its line overwritten by this click's older one, for good."""
     if not name:
         raise SettingsError("choose a model to download")
     if installed(services, name):
-        return f"{name} is already downloaded"
+        return DownloadStarted(f"{name} is already downloaded", gr.skip())
     services.downloads.start(name)
-    return download_lines(services) or f"{name}: starting"
+    return DownloadStarted(download_lines(services) or f"{name}: starting", "")
 
 
 def download_lines(services: UiServices) -> str:

@@ -48,6 +48,13 @@ PREVIEW_EVENT: dict[str, Any] = {
 for a quiet moment, makes one preview at a time and drops the stale ones."""
 
 
+def stamped(inputs: Sequence[Any]) -> str:
+    """The browser-side step of an event whose first input is ``SingleTab.asked_at``: that input set to the
+    browser's clock as the event is sent (a handler is given its inputs, then its outputs' values: only
+    the inputs go on)."""
+    return f"(...values) => {{ const sent = values.slice(0, {len(inputs)}); sent[0] = Date.now(); return sent; }}"
+
+
 @dataclass(frozen=True)
 class SingleTab:
     """The components of the Single tab that handlers read or update."""
@@ -77,6 +84,8 @@ class SingleTab:
     log: Any
     job_id: Any
     timer: Any
+    asked_at: Any
+    """A hidden number the browser stamps with its clock as it sends a preview or Start (``stamped``)."""
     setting_controls: list[Any]
     """One control per key of ``single_keys``, in that order."""
     option_controls: list[Any]
@@ -315,6 +324,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
         **run,
         job_id=gr.State(None),
         timer=gr.Timer(1.0, active=False),
+        asked_at=gr.Number(None, visible=False, elem_id="single-asked-at"),
         setting_controls=[controls[key] for key in single_keys(services.registry)],
         option_controls=options,
         models=pickers,
@@ -356,14 +366,16 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     keys = single_keys(services.registry)
     gate = PreviewGate()
 
-    def preview(request: gr.Request, *values: Any) -> single_run.PreviewShown:
+    def preview(request: gr.Request, asked_at: float | None, *values: Any) -> single_run.PreviewShown:
         asked = Request.parse(keys, values)
-        return single_run.gated_preview(services, gate, request.session_hash or "", asked)
+        return single_run.gated_preview(services, gate, request.session_hash or "", asked, asked_at)
 
+    preview_inputs = [tab.asked_at, *tab.request()]
     show_preview: dict[str, Any] = {
         "fn": preview,
-        "inputs": tab.request(),
+        "inputs": preview_inputs,
         "outputs": outputs_of(single_run.PreviewShown, tab),
+        "js": stamped(preview_inputs),
     }
     # the person's own changes only: the handler itself sets the list when it drops a photo
     for event in (tab.sources.upload, tab.sources.delete, tab.sources.clear):
@@ -381,12 +393,15 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
 
-    def start(request: gr.Request, choices: Any, current: int | None, *values: Any) -> Iterator[single_run.Started]:
-        gate.hold_message(request.session_hash or "")  # a preview asked before Start leaves its message
+    def start(
+        request: gr.Request, asked_at: float | None, choices: Any, current: int | None, *values: Any
+    ) -> Iterator[single_run.Started]:
+        gate.hold_message(request.session_hash or "", asked_at)  # a preview asked before Start leaves its message
         asked = Request.parse(keys, values)
         yield from single_models.run_start_with_models(services, current, asked, face_map=face_map_of(choices))
 
-    tab.start.click(start, [tab.people.choices, tab.job_id, *tab.request()], outputs_of(single_run.Started, tab))
+    start_inputs = [tab.asked_at, tab.people.choices, tab.job_id, *tab.request()]
+    tab.start.click(start, start_inputs, outputs_of(single_run.Started, tab), js=stamped(start_inputs))
     listen_people_panel(tab.people, services, tab.target)
     listen_models(tab.models, services)
     tab.timer.tick(

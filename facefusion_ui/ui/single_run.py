@@ -105,7 +105,7 @@ def show_sources(services: UiServices, source_values: Any) -> SourcesShown:
             kept.append(str(path))
         except FacefusionError as error:
             dropped.append(f"- {path.name} removed: {error.for_page()}")
-    message = problem("\n".join(["Some source photos have no usable face:", *dropped])) if dropped else ""
+    message = problem("\n".join(["Some source photos have no usable face:", *dropped])) if dropped else gr.skip()
     return SourcesShown(message, (kept or None) if dropped else gr.skip(), thumbnails)
 
 
@@ -128,7 +128,7 @@ def analyse_target(services: UiServices, target_value: Any, frame: float, *filte
     last = max(info.frame_count - 1, 0)
     frame = min(int(frame or 0), last)
     faces = target_faces(services, frame_of(path, frame), gallery_settings(services, filters))
-    message = "" if faces else no_face_line(filters)
+    message = gr.skip() if faces else no_face_line(filters)
     return TargetShown(
         message,
         faces,
@@ -148,7 +148,7 @@ def change_frame(services: UiServices, target_value: Any, frame: float, *filters
     if path is None:
         return FrameShown("", [], 0, "")
     faces = target_faces(services, frame_of(path, int(frame or 0)), gallery_settings(services, filters))
-    message = "" if faces else no_face_line(filters)
+    message = gr.skip() if faces else no_face_line(filters)
     return FrameShown(message, faces, 0, frame_line(target_value, frame))
 
 
@@ -214,9 +214,12 @@ def run_preview(services: UiServices, request: Request) -> PreviewShown:
     return PreviewShown("", (rgb(image), rgb(pipeline.process(image, request.frame))))
 
 
-def gated_preview(services: UiServices, gate: PreviewGate, session: str, request: Request) -> PreviewShown:
+def gated_preview(
+    services: UiServices, gate: PreviewGate, session: str, request: Request, asked_at: float | None = None
+) -> PreviewShown:
     """``run_preview`` once the session has been quiet for a moment (``PreviewGate``); a change made
-    stale by a newer one shows nothing (the newer one shows its preview)."""
+    stale by a newer one shows nothing (the newer one shows its preview). ``asked_at``: when the browser
+    sent it (its clock, milliseconds)."""
     number = gate.ticket(session)
     if not gate.quiet(session, number):
         return PreviewShown(gr.skip(), gr.skip())
@@ -226,7 +229,7 @@ def gated_preview(services: UiServices, gate: PreviewGate, session: str, request
         message, images = run_preview(services, request)
     if not gate.latest(session, number):
         return PreviewShown(gr.skip(), gr.skip())
-    return PreviewShown(message if gate.may_clear_message(session, number) else gr.skip(), images)
+    return PreviewShown(message if gate.may_clear_message(session, number, asked_at) else gr.skip(), images)
 
 
 @reported(Started)
