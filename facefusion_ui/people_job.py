@@ -27,7 +27,7 @@ from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detection_schedule import FacesSeen, NothingSeen
 from facefusion_ui.faces.face import Face
-from facefusion_ui.faces.face_map import PeopleSwap, resolve_face_map
+from facefusion_ui.faces.face_map import FaceMapEntry, PeopleSwap, resolve_face_map
 from facefusion_ui.faces.people import PeopleCollector, Person, people_of_image
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import STRETCH_GROWTH, continues, plan_group
@@ -358,13 +358,17 @@ def people_swap(
     people come from the cached pass when there is one."""
     if not job.face_map:
         return None
-    settings = job.settings
-    people = find_people(job.target, settings, runtime, progress, cancel).people
+    people = find_people(job.target, job.settings, runtime, progress, cancel).people
+    return resolved_map(job.face_map, people, job.settings, runtime)
+
+
+def resolved_map(
+    entries: Sequence[FaceMapEntry], people: Sequence[Person], settings: Settings, runtime: ModelRuntime
+) -> PeopleSwap:
+    """``entries`` against ``people``, with the recognizer and distance the settings choose."""
     analyser = FaceAnalyser(runtime)
     scale = analyser.recognizer_scale(settings)
-    return resolve_face_map(
-        job.face_map, people, analyser, settings, scale.metric, reference_threshold(settings, scale)
-    )
+    return resolve_face_map(entries, people, analyser, settings, scale.metric, reference_threshold(settings, scale))
 
 
 def write_thumbnails(result: PeopleResult, folder: Path) -> dict[int, str]:

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import cv2
 import gradio as gr
+import numpy as np
 import pytest
 
 from facefusion_ui.jobs.store import wait_for
@@ -102,3 +103,31 @@ def test_a_search_can_be_cancelled(page: UiServices, clip: Path, monkeypatch: py
     line, cards, _ = people.tick(searches, session("s2"))
     assert "cancelled" in line and cards is not None
     assert people.cancel(searches, session("s2")) == "nothing to cancel"
+
+
+def test_the_preview_shows_the_people_map_on_the_current_frame(page: UiServices, tmp_path: Path) -> None:
+    """Two of the group photo's six people mapped: the preview changes those two and names what each
+    gets; the other four stay as they are, pixel for pixel."""
+    group = tmp_path / "group.png"
+    cv2.imwrite(str(group), media.t1())
+    tom = tmp_path / "tom.jpg"
+    tom.write_bytes(media.tom_hanks_path().read_bytes())
+    astronaut = tmp_path / "astronaut.png"
+    cv2.imwrite(str(astronaut), media.astronaut())
+    found = find_people(group, page.settings(), page.runtime).people
+    assert len(found) == 6
+    choices = people.with_sources(people.with_sources({}, 2, [str(tom)]), 5, [str(astronaut)])
+    message, (before, after) = single_run.run_preview(page, tab_request(page, [], group), people.face_map_of(choices))
+    assert message == (
+        "Preview with the People map: person 2 gets tom.jpg; person 5 gets astronaut.png (everybody else as they are)"
+    )
+    changed = np.any(before != after, axis=2)
+    for person in found:
+        x1, y1, x2, y2 = person.box
+        inside = changed[max(y1, 0) : y2, max(x1, 0) : x2]
+        if person.id in (2, 5):
+            assert inside.mean() > 0.2, f"person {person.id} was mapped but not swapped"
+        else:
+            assert not inside.any(), f"person {person.id} was not mapped but changed"
+    # no source photo and no map: the preview waits quietly
+    assert single_run.run_preview(page, tab_request(page, [], group), [])[1] == gr.skip()

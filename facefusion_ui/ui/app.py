@@ -58,12 +58,14 @@ PAGE_CSS = """
 .face-strip .grid-container { grid-template-columns: repeat(auto-fill, 120px) !important; }
 .strip-caption p { margin: 0; font-size: var(--block-label-text-size); color: var(--block-label-text-color); }
 #single-sources .filename .stem, #single-target .filename .stem { white-space: normal; overflow-wrap: anywhere; }
-#single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; }
+#single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; overflow-x: hidden; flex-wrap: nowrap; }
+#single-options-column > * { flex-shrink: 0; }
 """
 """Face galleries as a strip of small whole thumbnails (Gradio widens a lone item to the full width, and the
 gallery's height then shows only its top: a forehead), captioned above rather than under a label laid over
 them; file names whole; the options' column scrolled on its own, so the preview beside it stays in view
-while they are edited."""
+while they are edited (its blocks one under another at their own height: a column of limited height
+otherwise wraps them into further columns off to the side, or squeezes them)."""
 
 
 def build_app(services: Any) -> Any:

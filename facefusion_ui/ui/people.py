@@ -12,9 +12,18 @@ from typing import Any
 
 import gradio as gr
 
-from facefusion_ui.errors import CancelledError, FacefusionError
-from facefusion_ui.faces.face_map import FaceMapEntry
-from facefusion_ui.people_job import PeopleResult, find_people, write_thumbnails
+from facefusion_ui.errors import CancelledError, FacefusionError, InputError
+from facefusion_ui.faces.face_map import FaceMapEntry, PeopleSwap
+from facefusion_ui.media_files import media_kind
+from facefusion_ui.people_job import (
+    PeopleResult,
+    cache_dir,
+    find_people,
+    load_cached,
+    resolved_map,
+    write_thumbnails,
+)
+from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import file_path, file_paths, problem
 from facefusion_ui.ui.media_view import target_info
 from facefusion_ui.ui.services import UiServices
@@ -144,6 +153,26 @@ def face_map_of(choices: PeopleMap | None) -> list[FaceMapEntry]:
     ]
 
 
+def preview_map(services: UiServices, target: Path, settings: Settings, entries: list[FaceMapEntry]) -> PeopleSwap:
+    """The panel's map resolved for the preview, as the job will resolve it. A video's people come from
+    its cached pass (the one the panel ran, under the saved settings, when the tab's own differ): the
+    preview never runs a whole video's pass itself."""
+    if media_kind(target) == "image":
+        people = find_people(target, settings, services.runtime).people
+    else:
+        cached = load_cached(cache_dir(target, settings)) or load_cached(cache_dir(target, services.settings()))
+        if cached is None:
+            raise InputError("press Find people (People panel) again: the people of this video are not known yet")
+        people = cached.people
+    return resolved_map(entries, people, settings, services.runtime)
+
+
+def map_line(people: PeopleSwap) -> str:
+    """What the preview shows, in words: ``Preview with the People map: person 1 gets tom.jpg; ...``."""
+    given = "; ".join(f"person {person} gets {label}" for person, label in sorted(people.labels.items()))
+    return f"Preview with the People map: {given} (everybody else as they are)"
+
+
 @dataclass(frozen=True)
 class PeoplePanel:
     find: Any
@@ -179,11 +208,16 @@ def render_people_panel() -> PeoplePanel:
 
 def render_card(card: dict[str, Any], choices: Any) -> None:
     person = int(card["id"])
-    with gr.Column(min_width=160):
+    with gr.Column(min_width=160, elem_id=f"people-card-{person}", elem_classes=["people-card"]):
         gr.Image(card["thumbnail"], label=f"Person {person}", height=140, interactive=False, show_label=True)
         gr.Markdown(card["seen"])
-        upload = gr.File(label="Their source photo(s)", file_count="multiple", file_types=["image"])
-        leave = gr.Checkbox(label="leave as is", value=False)
+        upload = gr.File(
+            label="Their source photo(s)",
+            file_count="multiple",
+            file_types=["image"],
+            elem_id=f"people-source-{person}",
+        )
+        leave = gr.Checkbox(label="leave as is", value=False, elem_id=f"people-leave-{person}")
         upload.change(functools.partial(chosen_sources, person), [choices, upload], choices)
         leave.change(functools.partial(chosen_leave, person), [choices, leave], choices)
 

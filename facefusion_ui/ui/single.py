@@ -366,11 +366,12 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     keys = single_keys(services.registry)
     gate = PreviewGate()
 
-    def preview(request: gr.Request, asked_at: float | None, *values: Any) -> single_run.PreviewShown:
+    def preview(request: gr.Request, asked_at: float | None, choices: Any, *values: Any) -> single_run.PreviewShown:
         asked = Request.parse(keys, values)
-        return single_run.gated_preview(services, gate, request.session_hash or "", asked, asked_at)
+        face_map = face_map_of(choices)
+        return single_run.gated_preview(services, gate, request.session_hash or "", asked, asked_at, face_map)
 
-    preview_inputs = [tab.asked_at, *tab.request()]
+    preview_inputs = [tab.asked_at, tab.people.choices, *tab.request()]
     show_preview: dict[str, Any] = {
         "fn": preview,
         "inputs": preview_inputs,
@@ -392,6 +393,7 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)
+    tab.people.choices.change(**show_preview, **PREVIEW_EVENT)  # the preview shows the People map
 
     def start(
         request: gr.Request, asked_at: float | None, choices: Any, current: int | None, *values: Any

@@ -27,6 +27,7 @@ from facefusion_ui.ui.media_view import (
     target_faces,
     target_info,
 )
+from facefusion_ui.ui.people import map_line, preview_map
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, missing_names, output_path, request_settings
@@ -198,10 +199,11 @@ def pick(event: gr.SelectData) -> int:
 
 
 @reported(PreviewShown)
-def run_preview(services: UiServices, request: Request) -> PreviewShown:
-    """Frame N of the target before and after the chosen processors (RGB pair, for gr.ImageSlider).
-    Called on every change (the last request wins): without both files it waits quietly."""
-    if request.target is None or not request.sources:
+def run_preview(services: UiServices, request: Request, face_map: Sequence[FaceMapEntry] = ()) -> PreviewShown:
+    """Frame N of the target before and after the chosen processors (RGB pair, for gr.ImageSlider); with
+    the People panel's map (``face_map``), each mapped person with their own source, said in the message.
+    Called on every change (the last request wins): without a target and a source it waits quietly."""
+    if request.target is None or not (request.sources or face_map):
         return PreviewShown(gr.skip(), gr.skip())
     settings = request_settings(services, request, trim=False)
     missing = missing_names(services, settings)
@@ -209,13 +211,20 @@ def run_preview(services: UiServices, request: Request) -> PreviewShown:
         names = f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
         return PreviewShown(problem(f"No preview until {names} downloaded (the one shown was out of date)"), None)
     image = frame_of(request.target, request.frame)
-    pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry)
+    people = preview_map(services, request.target, settings, list(face_map)) if face_map else None
+    pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry, people)
     pipeline.set_reference_from(image)
-    return PreviewShown("", (rgb(image), rgb(pipeline.process(image, request.frame))))
+    line = map_line(people) if people is not None else ""
+    return PreviewShown(line, (rgb(image), rgb(pipeline.process(image, request.frame))))
 
 
 def gated_preview(
-    services: UiServices, gate: PreviewGate, session: str, request: Request, asked_at: float | None = None
+    services: UiServices,
+    gate: PreviewGate,
+    session: str,
+    request: Request,
+    asked_at: float | None = None,
+    face_map: Sequence[FaceMapEntry] = (),
 ) -> PreviewShown:
     """``run_preview`` once the session has been quiet for a moment (``PreviewGate``); a change made
     stale by a newer one shows nothing (the newer one shows its preview). ``asked_at``: when the browser
@@ -226,7 +235,7 @@ def gated_preview(
     with gate.working:
         if not gate.latest(session, number):
             return PreviewShown(gr.skip(), gr.skip())
-        message, images = run_preview(services, request)
+        message, images = run_preview(services, request, face_map)
     if not gate.latest(session, number):
         return PreviewShown(gr.skip(), gr.skip())
     return PreviewShown(message if gate.may_clear_message(session, number, asked_at) else gr.skip(), images)

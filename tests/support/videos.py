@@ -210,12 +210,14 @@ def _retime(raw: Path, path: Path, durations: list[float]) -> Path:
     return path
 
 
-def decode_all(path: Path) -> list[np.ndarray]:
-    """Every frame of a video as BGR (upright), for frame-exact comparisons."""
+def decode_all(path: Path, every: int = 1) -> list[np.ndarray]:
+    """Every frame of a video as BGR (upright), for frame-exact comparisons; ``every``: only frames 0, N,
+    2N, ... (a long clip's samples without holding all of it)."""
     from facefusion_ui.video.probe import probe_video
 
     info = probe_video(path)
     ffmpeg = resolve_ffmpeg().path
+    sampled = ["-vf", f"select=not(mod(n\\,{every}))"] if every > 1 else []
     data = subprocess.run(
         [
             ffmpeg,
@@ -228,6 +230,7 @@ def decode_all(path: Path) -> list[np.ndarray]:
             str(path),
             "-map",
             "0:v:0",
+            *sampled,
             "-fps_mode",
             "passthrough",
             "-f",
