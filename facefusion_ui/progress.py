@@ -69,3 +69,31 @@ class FrameProgress:
         self._last_report = now
         self._reported_chunk = self.chunk_index
         self.callback(self.snapshot())
+
+
+@dataclass
+class PeoplePassProgress:
+    """A video's people pass run by a face-map job before its frames (no cached pass): the same state
+    as ``FrameProgress`` reports, with ``"stage": "people"`` and chunk 0 (no chunk has started)."""
+
+    callback: ProgressCallback
+    started: float = field(default_factory=time.perf_counter)
+    _last_report: float = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self._last_report < REPORT_EVERY_S and done < total:
+            return
+        self._last_report = now
+        fps = done / max(now - self.started, 1e-6)
+        self.callback(
+            {
+                "stage": "people",
+                "frames_done": done,
+                "frames_total": total,
+                "fps": round(fps, 2),
+                "eta_s": round((total - done) / fps, 1) if fps > 0 else None,
+                "chunk": 0,
+                "chunks_total": 0,
+            }
+        )

@@ -32,7 +32,7 @@ from facefusion_ui.people_job import people_swap
 from facefusion_ui.pipeline import PERSON_COUNT, FramePipeline, VideoState
 from facefusion_ui.presets import PRESET_KEYS
 from facefusion_ui.processors.source_audio import replacement_audio
-from facefusion_ui.progress import FrameProgress
+from facefusion_ui.progress import FrameProgress, PeoplePassProgress
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.version import __version__
 from facefusion_ui.video.chunks import (
@@ -201,7 +201,8 @@ class VideoRun:
         self.ffmpeg = resolve_ffmpeg().path
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
-        people = people_swap(job, runtime, cancel=context.cancel)
+        passing = PeoplePassProgress(context.progress) if context.progress is not None else None
+        people = people_swap(job, runtime, passing, context.cancel)  # the people pass, unless it is cached
         self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry, people)
         self.plan = self.plan.resized(job.settings, self.pipeline.output_size, job.output, self.ffmpeg)
         self.settings = self.plan.settings

@@ -55,7 +55,14 @@ def embedding_of(analyser: FaceAnalyser, path: Path) -> Embedding:
 def test_each_person_keeps_their_source_through_crossing_absence_and_cut(
     files: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
-    result = swap(files, tmp_path / "out.mp4", shared_runtime, LOSSLESS)
+    states: list[dict[str, Any]] = []
+    result = swap(files, tmp_path / "out.mp4", shared_runtime, LOSSLESS, progress=states.append)
+    # the people pass reports its own progress before the frames' (a bar, a job's status line)
+    stages = [state.get("stage", "frames") for state in states]
+    assert stages[0] == "people" and "frames" in stages
+    assert stages.index("frames") == stages.count("people")  # the pass entirely before the frames
+    passing = [state for state in states if state.get("stage") == "people"]
+    assert passing[-1]["frames_done"] == passing[-1]["frames_total"] == FRAMES and passing[-1]["chunk"] == 0
     assert result.stats["people"] == [
         {"id": 1, "source": "tom.jpg", "faces_swapped": FRAMES, "frames": FRAMES},
         {"id": 2, "source": "astronaut.png", "faces_swapped": FRAMES, "frames": FRAMES},

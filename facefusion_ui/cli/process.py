@@ -83,8 +83,13 @@ def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessRes
     with tqdm(total=0, unit="frame", desc="processing", disable=None, leave=False) as bar:
 
         def progress(state: dict[str, Any]) -> None:
+            stage = "finding people" if state.get("stage") == "people" else "processing"
+            if bar.desc != stage:  # the people pass, then the frames: a bar each
+                bar.reset(total=state["frames_total"])
+                bar.set_description_str(stage, refresh=False)
             bar.total = state["frames_total"]
-            bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
+            if state["chunks_total"]:
+                bar.set_postfix_str(f"chunk {state['chunk']}/{state['chunks_total']}", refresh=False)
             bar.update(state["frames_done"] - bar.n)
 
         held = fault.around(progress, released) if isinstance(fault, ChunkHold) else progress

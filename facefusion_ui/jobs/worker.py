@@ -218,6 +218,8 @@ class Worker:
 
     def _report(self, job_id: int, state: dict[str, Any]) -> None:
         line = f"{state['frames_done']}/{state['frames_total']} frames, {state['fps']} fps"
+        if state.get("stage") == "people":
+            line = f"finding the people of the target: {line}"
         fields = {key: state[key] for key in ("frames_done", "frames_total", "fps", "chunks_total", "eta_s")}
         self.store.report(job_id, self.owner, chunk=state["chunk"], status_line=line, **fields)
         if self.on_progress is not None:
