@@ -1,0 +1,201 @@
+"""The default settings on footage made here, unlike the clips the other benchmarks tuned on, run as a new
+user runs them (``run.py process -s FACE -t CLIP -o OUT --json``, start-up included), side by side with a
+plain ``ffmpeg -c:v libx264 -preset veryfast`` transcode of the same clip, in interleaved pairs.
+
+Clips (720p, 25 fps, stored as a camera stores them: x264 ``veryfast``, GOPs of 2 s, with audio):
+
+- ``zoom pan``: a camera panning and zooming over a textured scene of other photos than the other
+  benchmarks' (scikit-image's retina, cat, stained tissue and gravel), no face;
+- ``walk-in``: the same, with a person (Tom Hanks' photo, about 150 px wide) walking across the middle fifth;
+- ``talking head``: the astronaut photo's head, about 200 px wide, drifting and nodding a little.
+
+Each contender runs ``--pairs`` times, ours and the transcode taken in turn; a ratio is the mean of the
+pairs' own ratios (the two sides of a pair ran seconds apart, under the same load from the other users of
+a shared machine). ``--json`` figures (fps, the detection schedule, faces, recognizer calls) do not depend
+on the load. Run: ``.venv/bin/python benchmarks/fresh_footage.py [--seconds 30 120] [--pairs 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import cv2
+import numpy as np
+
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from tests.support import media, videos
+
+ROOT = Path(__file__).resolve().parent.parent
+FPS = 25
+WIDTH, HEIGHT = 1280, 720
+FrameMaker = Callable[[int], np.ndarray]
+
+
+def textured_scene() -> np.ndarray:
+    """A wide picture without people, from photos the other benchmarks do not use."""
+    from skimage import data
+
+    height = 1000
+    grey = [np.dstack([part] * 3) for part in (data.gravel(), data.brick())]  # type: ignore[no-untyped-call]
+    colour = [data.retina(), data.chelsea(), data.immunohistochemistry()]  # type: ignore[no-untyped-call]
+    parts = [colour[0], grey[0], colour[1], colour[2], grey[1]]
+    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
+    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+
+
+def zoom_pan(frames: int) -> FrameMaker:
+    """A camera panning left to right and zooming in and out (1x to 1.6x) over ``textured_scene``."""
+    picture = textured_scene()
+
+    def make(index: int) -> np.ndarray:
+        t = index / max(frames - 1, 1)
+        zoom = 1.3 + 0.3 * np.sin(t * 2 * np.pi * 3)
+        view_w, view_h = round(picture.shape[0] * 16 / 9 / zoom), round(picture.shape[0] / zoom)
+        x = round((picture.shape[1] - view_w) * t)
+        y = round((picture.shape[0] - view_h) * (0.5 + 0.5 * np.sin(t * 2 * np.pi * 2)))
+        view = picture[y : y + view_h, x : x + view_w]
+        return np.ascontiguousarray(cv2.resize(view, (WIDTH, HEIGHT), interpolation=cv2.INTER_AREA))
+
+    return make
+
+
+def hanks_head() -> np.ndarray:
+    """Tom Hanks' head and shoulders from the insightface package's photo."""
+    image = media.read(media.tom_hanks_path())
+    height, width = image.shape[:2]
+    return np.ascontiguousarray(image[: min(height, width), :width])
+
+
+def walk_in(frames: int) -> FrameMaker:
+    """``zoom_pan`` with a person walking in from the left across the middle fifth of the clip."""
+    scene, head = zoom_pan(frames), cv2.resize(hanks_head(), (220, 220))
+    start, end = 2 * frames // 5, 3 * frames // 5
+
+    def make(index: int) -> np.ndarray:
+        canvas = scene(index)
+        if start <= index < end:
+            t = (index - start) / max(end - start - 1, 1)
+            x = round(-220 + (WIDTH + 220) * t)
+            y = 260 + round(12 * np.sin(index / 3))  # the bob of a walk
+            videos.paste(canvas, head, x, y)
+        return canvas
+
+    return make
+
+
+def astronaut_head() -> np.ndarray:
+    return videos.face_crop(media.astronaut(), (150, 20, 350, 260))
+
+
+def talking_head(frames: int) -> FrameMaker:
+    """The astronaut's head (face about 200 px wide) with the small motion of someone talking."""
+    head = astronaut_head()
+
+    def make(index: int) -> np.ndarray:
+        canvas = videos.background(WIDTH, HEIGHT)
+        size = round(520 * (1 + 0.03 * np.sin(index / 8)))
+        patch = cv2.resize(head, (round(size * head.shape[1] / head.shape[0]), size))
+        x = (WIDTH - patch.shape[1]) // 2 + round(8 * np.sin(index / 6))
+        y = (HEIGHT - size) // 2 + round(5 * np.cos(index / 5))
+        videos.paste(canvas, patch, x, y)
+        return canvas
+
+    return make
+
+
+CLIPS: dict[str, Callable[[int], FrameMaker]] = {"zoom pan": zoom_pan, "walk-in": walk_in, "talking head": talking_head}
+
+
+def camera_clip(work: Path, name: str, maker: FrameMaker, frames: int) -> Path:
+    """A clip stored as a camera or an editor stores it: x264 ``veryfast``, GOPs of 2 s, with audio."""
+    raw = videos.write_video(work / f"{name}.raw.mp4", maker, frames, fps=Fraction(FPS), audio=True)
+    clip = work / f"{name}.mp4"
+    gop = ["-g", str(2 * FPS), "-keyint_min", str(2 * FPS), "-sc_threshold", "0"]
+    encode = [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(raw), "-c:v", "libx264", "-preset", "veryfast"]
+    subprocess.run([*encode, *gop, "-c:a", "copy", "-y", str(clip)], check=True)
+    raw.unlink()
+    return clip
+
+
+def transcode(clip: Path, output: Path) -> float:
+    """Seconds of a plain transcode of ``clip``."""
+    start = time.perf_counter()
+    command = [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264"]
+    subprocess.run([*command, "-preset", "veryfast", "-y", str(output)], check=True)
+    return time.perf_counter() - start
+
+
+def ours(clip: Path, face: Path, output: Path, work: Path) -> tuple[float, dict[str, object]]:
+    """Seconds of ``run.py process`` with the default settings (start-up included), and its JSON summary."""
+    shutil.rmtree(work, ignore_errors=True)
+    command = [sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o", str(output)]
+    environment = {"FACEFUSION_UI_HOME": str(work)}
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--json"], capture_output=True, text=True, check=True, env={**_environment(), **environment}
+    )
+    seconds = time.perf_counter() - start
+    return seconds, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _environment() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def measure(name: str, clip: Path, face: Path, work: Path, pairs: int) -> None:
+    ratios, summary = [], {}
+    for _ in range(pairs):
+        plain = transcode(clip, work / "plain.mp4")
+        seconds, summary = ours(clip, face, work / "ours.mp4", work / "run_home")
+        ratios.append(seconds / plain)
+        print(f"    pair: ours {seconds:6.2f} s, transcode {plain:6.2f} s, {seconds / plain:5.2f}x", flush=True)
+    keys = (
+        "fps",
+        "frames",
+        "schedule",
+        "detector_calls",
+        "faces_detected",
+        "recognizer_calls",
+        "copy",
+        "first_frame_s",
+    )
+    shown = {key: summary[key] for key in keys if key in summary}
+    print(f"  {name}: {np.mean(ratios):.2f}x a plain transcode (mean of {pairs} pairs)  {json.dumps(shown)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, nargs="+", default=[30, 120])
+    parser.add_argument("--clips", nargs="+", choices=tuple(CLIPS), default=tuple(CLIPS))
+    parser.add_argument("--pairs", type=int, default=2)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ffui-fresh-"))
+    face = work / "source.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    print(f"default settings, 1280x720 at {FPS} fps, GOPs of 2 s; ours = run.py process (start-up included)")
+    try:
+        for seconds in args.seconds:
+            for name in args.clips:
+                clip = camera_clip(work, name.replace(" ", "_"), CLIPS[name](seconds * FPS), seconds * FPS)
+                print(f"{name}, {seconds} s:", flush=True)
+                measure(name, clip, face, work, args.pairs)
+                clip.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
