@@ -9,16 +9,19 @@ Clips (720p, 25 fps, stored as a camera stores them: x264 ``veryfast``, GOPs of 
 - ``walk-in``: the same, with a person (Tom Hanks' photo, about 150 px wide) walking across the middle fifth;
 - ``talking head``: the astronaut photo's head, about 200 px wide, drifting and nodding a little.
 
-Each contender runs ``--pairs`` times, ours and the transcode taken in turn; a ratio is the mean of the
-pairs' own ratios (the two sides of a pair ran seconds apart, under the same load from the other users of
-a shared machine). ``--json`` figures (fps, the detection schedule, faces, recognizer calls) do not depend
-on the load. Run: ``.venv/bin/python benchmarks/fresh_footage.py [--seconds 30 120] [--pairs 2]``.
+Each contender runs ``--pairs`` times, ours and the transcode taken in turn (and ``--baseline DIR``, another
+checkout such as the release before, beside them); a ratio is the mean of the rounds' own ratios (the sides
+of a round ran seconds apart, under the same load from the other users of a shared machine). ``--json``
+figures (fps, the detection schedule, faces, recognizer calls) do not depend on the load. Run:
+``.venv/bin/python benchmarks/fresh_footage.py [--seconds 30 120] [--clips "zoom pan" ...] [--pairs 2]
+[--baseline DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -136,44 +139,41 @@ def transcode(clip: Path, output: Path) -> float:
     return time.perf_counter() - start
 
 
-def ours(clip: Path, face: Path, output: Path, work: Path) -> tuple[float, dict[str, object]]:
-    """Seconds of ``run.py process`` with the default settings (start-up included), and its JSON summary."""
+def ours(checkout: Path, clip: Path, face: Path, output: Path, work: Path) -> tuple[float, dict[str, object]]:
+    """Seconds of ``run.py process`` of ``checkout`` with the default settings (start-up included), and its
+    JSON summary."""
     shutil.rmtree(work, ignore_errors=True)
-    command = [sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o", str(output)]
-    environment = {"FACEFUSION_UI_HOME": str(work)}
+    command = [sys.executable, str(checkout / "run.py"), "process", "-s", str(face), "-t", str(clip)]
+    environment = {**os.environ, "FACEFUSION_UI_HOME": str(work), "PYTHONPATH": str(checkout)}
     start = time.perf_counter()
     done = subprocess.run(
-        [*command, "--json"], capture_output=True, text=True, check=True, env={**_environment(), **environment}
+        [*command, "-o", str(output), "--json"], capture_output=True, text=True, check=True, env=environment
     )
     seconds = time.perf_counter() - start
-    return seconds, json.loads(done.stdout.strip().splitlines()[-1])
+    summary: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seconds, summary
 
 
-def _environment() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
+SHOWN = ("fps", "faces_detected", "recognizer_calls", "face_detection", "copy", "peak_rss_mb")
 
 
-def measure(name: str, clip: Path, face: Path, work: Path, pairs: int) -> None:
-    ratios, summary = [], {}
+def measure(name: str, clip: Path, face: Path, work: Path, pairs: int, baseline: Path | None) -> None:
+    """``pairs`` rounds of: the transcode, ours, and (``--baseline``) the other checkout, in turn."""
+    checkouts = {"ours": ROOT, **({"baseline": baseline} if baseline is not None else {})}
+    ratios: dict[str, list[float]] = {label: [] for label in checkouts}
+    summaries: dict[str, dict[str, object]] = {}
     for _ in range(pairs):
         plain = transcode(clip, work / "plain.mp4")
-        seconds, summary = ours(clip, face, work / "ours.mp4", work / "run_home")
-        ratios.append(seconds / plain)
-        print(f"    pair: ours {seconds:6.2f} s, transcode {plain:6.2f} s, {seconds / plain:5.2f}x", flush=True)
-    keys = (
-        "fps",
-        "frames",
-        "schedule",
-        "detector_calls",
-        "faces_detected",
-        "recognizer_calls",
-        "copy",
-        "first_frame_s",
-    )
-    shown = {key: summary[key] for key in keys if key in summary}
-    print(f"  {name}: {np.mean(ratios):.2f}x a plain transcode (mean of {pairs} pairs)  {json.dumps(shown)}")
+        line = f"    transcode {plain:6.2f} s"
+        for label, checkout in checkouts.items():
+            seconds, summaries[label] = ours(checkout, clip, face, work / f"{label}.mp4", work / "run_home")
+            ratios[label].append(seconds / plain)
+            line += f", {label} {seconds:6.2f} s = {seconds / plain:5.2f}x"
+        print(line, flush=True)
+    for label in checkouts:
+        shown = {key: summaries[label][key] for key in SHOWN if key in summaries[label]}
+        mean = float(np.mean(ratios[label]))
+        print(f"  {name}, {label}: {mean:.2f}x a plain transcode (mean of {pairs})  {json.dumps(shown)}", flush=True)
 
 
 def main() -> None:
@@ -181,6 +181,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, nargs="+", default=[30, 120])
     parser.add_argument("--clips", nargs="+", choices=tuple(CLIPS), default=tuple(CLIPS))
     parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--baseline", type=Path, help="another checkout (e.g. the release before) run beside ours")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ffui-fresh-"))
     face = work / "source.jpg"
@@ -191,7 +192,7 @@ def main() -> None:
             for name in args.clips:
                 clip = camera_clip(work, name.replace(" ", "_"), CLIPS[name](seconds * FPS), seconds * FPS)
                 print(f"{name}, {seconds} s:", flush=True)
-                measure(name, clip, face, work, args.pairs)
+                measure(name, clip, face, work, args.pairs, args.baseline)
                 clip.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)
