@@ -177,12 +177,13 @@ class DetectionSchedule:
 
     def probe_whole(self, image: FrameImage, view: SearchView, cells: np.ndarray) -> list[Detection]:
         """A probe of the whole frame. In a stretch without faces, with HOG, only every
-        ``FULL_PROBE_EVERY``-th is the full search (HOG upsampled once: its smallest faces); the others,
+        ``FULL_PROBE_EVERY``-th is the full search (HOG upsampled: its smallest faces); the others,
         under half the cost on a moving camera that the change gate cannot skip, are ``probe_cheaply``: a
         face only the full search finds (small, and missed by BlazeFace) waits for the next full probe.
         With faces in view every probe is in full, so a small face joining them is found at once."""
         settings = self.settings
-        cheap = settings.face_detector_model == "dlib_hog" and settings.face_detector_interval > 1
+        hog_upsampled = settings.face_detector_model == "dlib_hog" and settings.face_detector_upsample > 0
+        cheap = hog_upsampled and settings.face_detector_interval > 1
         if not cheap or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
             self.proposed = 0
             self.stats.frames_full += 1
