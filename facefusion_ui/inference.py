@@ -97,19 +97,27 @@ def explain_provider_failure(log_lines: Sequence[str]) -> str:
     return "onnxruntime could not initialise it"
 
 
-def probe_model_bytes() -> bytes:
-    """A one-node ONNX model (Identity) to try a provider with."""
-    from onnx import TensorProto, helper
+def _field(number: int, payload: bytes | int) -> bytes:
+    """One protobuf field: a varint (``int``) or length-delimited (``bytes``); all values here are < 128."""
+    if isinstance(payload, int):
+        return bytes((number << 3, payload))
+    return bytes((number << 3 | 2, len(payload))) + payload
 
-    graph = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])],
-        "probe",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    return bytes(model.SerializeToString())
+
+def _float_vector_info(name: bytes) -> bytes:
+    """ONNX ``ValueInfoProto``: ``name``, a float tensor of shape [1]."""
+    shape = _field(2, _field(1, _field(1, 1)))  # TensorShapeProto.dim[0].dim_value = 1
+    return _field(1, name) + _field(2, _field(1, _field(1, 1) + shape))  # type.tensor_type: FLOAT, shape
+
+
+def probe_model_bytes() -> bytes:
+    """A one-node ONNX model (Identity, opset 13, IR 8) to try a provider with, serialised here rather
+    than with the ``onnx`` package, whose import alone takes a second (``--version`` and ``doctor`` use
+    it); ``tests/test_inference_probe.py`` checks the bytes are what ``onnx.helper`` makes."""
+    node = _field(1, b"x") + _field(2, b"y") + _field(4, b"Identity")
+    graph = _field(1, node) + _field(2, b"probe") + _field(11, _float_vector_info(b"x"))
+    graph += _field(12, _float_vector_info(b"y"))
+    return _field(1, 8) + _field(7, graph) + _field(8, _field(1, b"") + _field(2, 13))
 
 
 def check_provider(requested: ExecutionProvider, device_id: int = 0) -> ProviderCheck:

@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 # Arrays ---------------------------------------------------------------------------------------------
-Frame = npt.NDArray[np.uint8]
-"""A BGR image, shape (height, width, 3), as OpenCV reads it."""
-Mask = npt.NDArray[np.float32]
-Points = npt.NDArray[np.float32]
-"""An (N, 2) array of x, y pixel coordinates."""
-Embedding = npt.NDArray[np.float32]
-Matrix = npt.NDArray[np.float64]
+# numpy is imported only when an alias is used at run time (``__getattr__`` below): the command line
+# reads the choices of this module before it knows whether the command needs numpy at all.
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Frame = npt.NDArray[np.uint8]
+    """A BGR image, shape (height, width, 3), as OpenCV reads it."""
+    Mask = npt.NDArray[np.float32]
+    Points = npt.NDArray[np.float32]
+    """An (N, 2) array of x, y pixel coordinates."""
+    Embedding = npt.NDArray[np.float32]
+    Matrix = npt.NDArray[np.float64]
+
+ARRAY_ALIASES = ("Frame", "Mask", "Points", "Embedding", "Matrix")
+
+
+def __getattr__(name: str) -> Any:
+    """The array aliases, made on first use (PEP 562), so importing the choices does not import numpy."""
+    if name not in ARRAY_ALIASES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import numpy as np
+    import numpy.typing as npt
+
+    aliases: dict[str, Any] = {
+        "Frame": npt.NDArray[np.uint8],
+        "Mask": npt.NDArray[np.float32],
+        "Points": npt.NDArray[np.float32],
+        "Embedding": npt.NDArray[np.float32],
+        "Matrix": npt.NDArray[np.float64],
+    }
+    globals().update(aliases)
+    return aliases[name]
+
 
 # Choices --------------------------------------------------------------------------------------------
 FaceSelectorMode = Literal["many", "one", "reference"]

@@ -18,6 +18,7 @@ from facefusion_ui.errors import CancelledError, FfmpegError
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
+from facefusion_ui.video import stream
 from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.probe import probe_video
@@ -284,3 +285,21 @@ def test_temp_frames_mode_keeps_count_and_order(clip: Path, tmp_path: Path) -> N
     assert probe_video(segment).frame_count == FRAMES
     assert not (tmp_path / "frames_00000").exists()
     assert ffmpeg_children() == []
+
+
+def test_the_writer_gives_free_heap_back_every_so_many_frames(
+    clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ``TRIM_EVERY_FRAMES`` frames written, the C heap's free pages go back to the system, so a long
+    chunk's heaps do not keep growing between the trims the video workflow makes between chunks."""
+    trims: list[int] = []
+    monkeypatch.setattr(stream, "TRIM_EVERY_FRAMES", 5)
+
+    def trim() -> bool:
+        trims.append(1)
+        return True
+
+    monkeypatch.setattr(stream, "return_free_memory", trim)
+    run = run_chunk(make_task(clip, tmp_path / "segment.mp4", FakeStages(group=3)))
+    assert run.frames == FRAMES
+    assert len(trims) == FRAMES // 5

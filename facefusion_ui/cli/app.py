@@ -9,6 +9,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from facefusion_ui.cli.argv import normalise_argv
+from facefusion_ui.cli.doctor import print_version
 from facefusion_ui.cli.parser import build_parser
 from facefusion_ui.errors import FacefusionError, RunInterrupted
 
@@ -34,6 +35,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     for chatty in ("httpx", "httpcore", "urllib3", "uvicorn.access"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
+        if arguments[:1] == ["--version"]:  # answered before the whole parser loads every processor
+            return print_version()
         args = build_parser().parse_args(arguments)
         handler: Handler = args.handler
         code = handler(args)

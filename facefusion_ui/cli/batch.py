@@ -13,28 +13,28 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.cli.process import add_face_map_argument, face_map_from_args
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
-from facefusion_ui.faces.face_map import parse_face_map
-from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.warm_runtimes import WarmRuntimes
-from facefusion_ui.faults import injected_hold
-from facefusion_ui.jobs.backend import backend_for
-from facefusion_ui.jobs.outputs import claim_output, prepare_output_dir
-from facefusion_ui.jobs.payload import make_payload, output_for, validate_job
-from facefusion_ui.jobs.store import JobStore
-from facefusion_ui.jobs.views import JobView, QueueBackend
-from facefusion_ui.jobs.worker import Worker, WorkerOptions
 from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.state_manager import Settings, worker_setting_keys
 from facefusion_ui.types import JobStatus, choices
 
+if TYPE_CHECKING:  # the queue and the face analysis are imported by the actions that use them
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.jobs.views import JobView, QueueBackend
+    from facefusion_ui.jobs.worker import Worker
+
 logger = logging.getLogger(__name__)
+
+
+def backend_for(url: str | None) -> QueueBackend:
+    """The queue named by ``--backend`` (SQLite or Redis + RQ), imported only when an action needs it."""
+    from facefusion_ui.jobs.backend import backend_for as open_backend
+
+    return open_backend(url)
 
 
 def targets_of(args: argparse.Namespace) -> list[Path]:
@@ -70,6 +70,9 @@ def enqueue(
 ) -> None:
     """Queue a valid job under a free output (see ``jobs.outputs``); record an invalid one as failed with its
     reason (never retried); refuse one whose chosen output is taken."""
+    from facefusion_ui.jobs.outputs import claim_output
+    from facefusion_ui.jobs.payload import validate_job
+
     try:
         validate_job(payload, runtime)
     except FacefusionError as error:
@@ -98,6 +101,10 @@ def report_enqueued(done: Enqueued) -> int:
 
 
 def run_add(args: argparse.Namespace, settings: Settings) -> int:
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.jobs.outputs import prepare_output_dir
+    from facefusion_ui.jobs.payload import make_payload, output_for
+
     backend = backend_for(args.backend)
     targets = targets_of(args)
     output_dir = Path(args.output_dir)
@@ -115,6 +122,10 @@ def run_add(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    from facefusion_ui.faces.face_map import parse_face_map
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.jobs.payload import make_payload
+
     path = Path(args.file)
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
@@ -188,13 +199,16 @@ class WorkerDisplay:
     """Progress bars per job and one line per finished job (tqdm: bars only on a terminal)."""
 
     def __init__(self, jobs: int) -> None:
+        from tqdm import tqdm
+
+        self.tqdm = tqdm
         self.bars: dict[int, Any] = {}
-        self.overall = tqdm(total=jobs, unit="job", desc="jobs", disable=None, position=0)
+        self.overall = self.tqdm(total=jobs, unit="job", desc="jobs", disable=None, position=0)
 
     def on_progress(self, job_id: int, state: dict[str, Any]) -> None:
         bar = self.bars.get(job_id)
         if bar is None:
-            bar = self.bars[job_id] = tqdm(
+            bar = self.bars[job_id] = self.tqdm(
                 total=state["frames_total"],
                 unit="frame",
                 desc=f"job {job_id}",
@@ -252,6 +266,11 @@ class CtrlC:
 
 
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from facefusion_ui.faces.warm_runtimes import WarmRuntimes
+    from facefusion_ui.faults import injected_hold
+    from facefusion_ui.jobs.store import JobStore
+    from facefusion_ui.jobs.worker import Worker, WorkerOptions
+
     store = JobStore()
     runtimes = WarmRuntimes()
     runtimes.runtime(settings)  # the worker's own execution settings are the first warm pool
@@ -314,6 +333,8 @@ def run_remove(args: argparse.Namespace) -> int:
 
 
 def run_pause(args: argparse.Namespace) -> int:
+    from facefusion_ui.jobs.store import JobStore
+
     paused = args.batch_command == "pause"
     JobStore().set_paused(paused)
     print("queue paused: no new job starts" if paused else "queue resumed")

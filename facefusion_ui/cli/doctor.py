@@ -69,13 +69,18 @@ def run_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_version() -> int:
+    """``--version``: the version, ffmpeg in use and the CPU provider (``doctor`` says more)."""
+    print_report(environment_report(["cpu"]))
+    return 0
+
+
 class VersionAction(argparse.Action):
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, help="show version, ffmpeg and providers, then exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        print_report(environment_report(["cpu"]))
-        parser.exit(0)
+        parser.exit(print_version())
 
 
 def add_doctor_parser(commands: Any) -> None:

@@ -7,12 +7,8 @@ import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
-from facefusion_ui.model_download import DownloadProgress, content_length, download_model
-from facefusion_ui.model_service import ModelDownloads, required_closure
 from facefusion_ui.models import (
     ModelState,
     download_command,
@@ -23,6 +19,9 @@ from facefusion_ui.models import (
     models_dir,
     verify_model,
 )
+
+if TYPE_CHECKING:  # downloads (tqdm, http) are imported by the actions that download
+    from facefusion_ui.model_download import DownloadProgress
 
 CHECK_TEXT = {"sha256": "sha256", "hash_sidecar": "crc32+sha256", "package": "package", "none": "-"}
 """How each model is checked: a pinned sha256, or the publisher's CRC32 sidecar and then the sha256 recorded."""
@@ -74,6 +73,8 @@ def run_models_list(args: argparse.Namespace) -> int:
     specs = load_manifest()
     rows = [_state_row(model_state(spec)) for spec in specs.values()]
     if args.ask_sizes:
+        from facefusion_ui.model_download import content_length
+
         urls = {spec.name: spec.url for spec in specs.values() if spec.url and spec.kind == "onnx"}
         ask_sizes(rows, urls, content_length)
     if args.json:
@@ -127,6 +128,10 @@ def run_models_verify(args: argparse.Namespace) -> int:
 
 
 def _download_one(spec: Any) -> None:
+    from tqdm import tqdm
+
+    from facefusion_ui.model_download import download_model
+
     with tqdm(total=spec.size, unit="B", unit_scale=True, desc=spec.name) as bar:
 
         def progress(report: DownloadProgress, bar: Any = bar) -> None:
@@ -140,6 +145,8 @@ def _download_one(spec: Any) -> None:
 
 
 def run_models_download(args: argparse.Namespace) -> int:
+    from facefusion_ui.model_service import required_closure
+
     manifest = load_manifest()
     for name in args.names:
         get_spec(name, manifest)
@@ -160,6 +167,8 @@ def run_models_download(args: argparse.Namespace) -> int:
 
 
 def run_models_delete(args: argparse.Namespace) -> int:
+    from facefusion_ui.model_service import ModelDownloads
+
     downloads = ModelDownloads()
     for name in args.names:
         freed = downloads.delete(name)

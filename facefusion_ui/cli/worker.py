@@ -8,11 +8,12 @@ from typing import Any
 from facefusion_ui.cli.batch import run_worker
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
 from facefusion_ui.errors import UsageError
-from facefusion_ui.jobs.backend import is_redis_url
 from facefusion_ui.state_manager import worker_setting_keys
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
+    from facefusion_ui.jobs.backend import is_redis_url
+
     settings = settings_from_args(args)
     if is_redis_url(args.backend):
         from facefusion_ui.jobs.rq_workers import run_rq_workers

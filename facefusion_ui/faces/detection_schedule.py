@@ -11,12 +11,19 @@ from typing import Protocol
 
 import numpy as np
 
-from facefusion_ui.faces.analyser import FaceAnalyser, SearchView
+from facefusion_ui.faces.analyser import FaceAnalyser, SearchView, without_overlaps
 from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
-from facefusion_ui.faces.schedule import STRETCH_GROWTH, ScheduleState, ScheduleStats, group_size_at, plan_group
+from facefusion_ui.faces.schedule import (
+    FULL_PROBE_EVERY,
+    STRETCH_GROWTH,
+    ScheduleState,
+    ScheduleStats,
+    group_size_at,
+    plan_group,
+)
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
@@ -82,6 +89,8 @@ class DetectionSchedule:
         """The last frame a full-frame detection found no face in: probes search only what changed since."""
         self.first_frame = 0
         """The job's first frame: the detection groups' grid counts from it."""
+        self.proposed = 0
+        """Whole-frame probes in a row that searched only candidates (``probe_whole``)."""
 
     def group_size_from(self, index: int) -> int:
         """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (groups never
@@ -89,12 +98,13 @@ class DetectionSchedule:
         return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
 
     def state(self) -> ScheduleState:
-        return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells)
+        return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells, self.proposed)
 
     def restore(self, state: ScheduleState) -> None:
         """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
         self.seen = seen_from_saved(state.followed)
         self.stretch = state.stretch
+        self.proposed = state.proposed
         if state.faceless is None:
             self.faceless.forget()
         else:
@@ -156,8 +166,7 @@ class DetectionSchedule:
         if areas and not self.analyser.area_search_pays(self.settings):
             areas = None
         if areas is None:
-            found = self.detect_whole(view, cells)
-            self.stats.frames_full += 1
+            found = self.probe_whole(image, view, cells)
         elif areas:
             found = self.analyser.detect_in_areas(view, areas, self.settings)
             self.stats.probes_of_areas += 1
@@ -165,6 +174,35 @@ class DetectionSchedule:
             found = []
             self.stats.probes_unchanged += 1
         return found
+
+    def probe_whole(self, image: FrameImage, view: SearchView, cells: np.ndarray) -> list[Detection]:
+        """A probe of the whole frame. In a stretch without faces, with HOG, only every
+        ``FULL_PROBE_EVERY``-th is the full search (HOG upsampled: its smallest faces); the others,
+        under half the cost on a moving camera that the change gate cannot skip, are ``probe_cheaply``: a
+        face only the full search finds (small, and missed by BlazeFace) waits for the next full probe.
+        With faces in view every probe is in full, so a small face joining them is found at once."""
+        settings = self.settings
+        hog_upsampled = settings.face_detector_model == "dlib_hog" and settings.face_detector_upsample > 0
+        cheap = hog_upsampled and settings.face_detector_interval > 1
+        if not cheap or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
+            self.proposed = 0
+            self.stats.frames_full += 1
+            return self.detect_whole(view, cells)
+        self.proposed += 1
+        self.stats.probes_proposed += 1
+        return self.probe_cheaply(image, view)
+
+    def probe_cheaply(self, image: FrameImage, view: SearchView) -> list[Detection]:
+        """HOG on the search view without upsampling (a quarter of the pixels: faces from twice the smallest
+        size), then HOG in a crop around each of BlazeFace's candidates that it did not find
+        (``FaceAnalyser.propose``): every face reported is one HOG found."""
+        found = self.analyser.detect_view(SearchView(view.image, view.scale, 0), self.settings)
+        candidates = self.analyser.propose(image, self.settings)
+        rest = [box for box in candidates if not any(_overlaps(box, other.bbox) for other in found)]
+        if not rest:
+            return found
+        grey, _ = image.luma(max(image.width, image.height))
+        return without_overlaps([*found, *self.analyser.hog_around(grey, rest, self.settings)])
 
     def detect_whole(self, view: SearchView, cells: np.ndarray | None = None) -> list[Detection]:
         """A full-frame detection of a video frame; an empty frame becomes the one probes compare with."""

@@ -42,6 +42,9 @@ spans several frames of motion)."""
 FOLLOW_SIZE_RATIO = 2.0
 STRETCH_GROWTH = 4
 """How many intervals a group may span while nothing new shows up."""
+FULL_PROBE_EVERY = 4
+"""With HOG (the default detector), a probe of the whole frame searches it in full only every this many
+times; the others search around the faces followed and BlazeFace's candidates (``probe_whole``)."""
 ROI_MARGIN = 0.75
 """The crop searched around a followed face: its box grown by this many box sizes on each side."""
 
@@ -60,10 +63,13 @@ class ScheduleStats:
     """Probes without any detection: nothing had changed since a faceless frame."""
     faces_followed_by_mesh: int = 0
     """Faces of tracked frames read from their meshes alone, with no detection (the embedded swapper)."""
+    probes_proposed: int = 0
+    """Probes of the whole frame that searched only around the faces followed and BlazeFace's candidates."""
 
     def to_json(self) -> dict[str, int]:
         return {
             "full": self.frames_full,
+            "proposed": self.probes_proposed,
             "areas": self.probes_of_areas,
             "unchanged": self.probes_unchanged,
             "tracked": self.frames_tracked,
@@ -95,11 +101,13 @@ class ScheduleState:
     stretch: int = 1
     faceless: np.ndarray | None = None
     """The cells of the last frame a full-frame detection found empty (``change_gate.py``)."""
+    proposed: int = 0
+    """Whole-frame probes in a row that searched only candidates (``FULL_PROBE_EVERY``)."""
 
     def to_json(self) -> dict[str, Any]:
         cells = array_to_json(self.faceless, np.uint8) if self.faceless is not None else None
         followed = None if self.followed is None else [list(box) for box in self.followed]
-        return {"followed": followed, "stretch": self.stretch, "faceless": cells}
+        return {"followed": followed, "stretch": self.stretch, "faceless": cells, "proposed": self.proposed}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleState:
@@ -107,7 +115,7 @@ class ScheduleState:
         cells = data.get("faceless")
         faceless = array_from_json(cells, np.uint8).astype(np.int16) if cells is not None else None
         boxes = None if followed is None else tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in followed)
-        return cls(boxes, int(data.get("stretch", 1)), faceless)
+        return cls(boxes, int(data.get("stretch", 1)), faceless, int(data.get("proposed", 0)))
 
 
 def box_width(box: Points) -> float:

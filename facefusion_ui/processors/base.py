@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from facefusion_ui.faces.face import Face
-from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.processors.options import OptionValue, ProcessorOption
-from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import DistanceMetric, Embedding, Frame, Points
+from facefusion_ui.types import DistanceMetric
+
+if TYPE_CHECKING:  # the command line reads the registry without loading the face analysis
+    from facefusion_ui.faces.face import Face
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.faces.source import SourceIdentity
+    from facefusion_ui.state_manager import Settings
+    from facefusion_ui.types import Embedding, Frame, Points
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ class OutliningProcessor(Protocol):
         ...
 
 
-ProcessorFactory = Callable[[Settings, ModelRuntime], Processor]
+ProcessorFactory = Callable[["Settings", "ModelRuntime"], "Processor"]
 """What an entry point in group ``facefusion_ui.processors`` names: a class or a function taking the
 settings and the process's ``ModelRuntime`` (warm ONNX sessions and embedded models)."""
 

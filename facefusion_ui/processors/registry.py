@@ -20,9 +20,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from facefusion_ui.errors import PluginError, UsageError
-from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.base import (
     ConfigurableProcessor,
     DescribedProcessor,
@@ -31,7 +31,10 @@ from facefusion_ui.processors.base import (
     SettingsReadingProcessor,
 )
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
-from facefusion_ui.state_manager import Settings
+
+if TYPE_CHECKING:
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.state_manager import Settings
 
 ENTRY_POINT_GROUP = "facefusion_ui.processors"
 OWN_DISTRIBUTION = "facefusion-ui"

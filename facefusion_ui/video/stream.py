@@ -29,6 +29,7 @@ import numpy as np
 from facefusion_ui.errors import CancelledError, FfmpegError, InputError
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.frames import BgrImage, FrameImage
+from facefusion_ui.memory import return_free_memory
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
@@ -43,6 +44,15 @@ from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video.yuv import ColourMatrix, YuvFrame, even_size, frame_bytes, matrix_for
 
 FrameDone = Callable[[], None]
+
+
+TRIM_EVERY_FRAMES = 250
+"""The writer gives the C heap's free pages back every this many frames, as the video workflow does
+between chunks (``memory.return_free_memory``): the heaps keep large free blocks between frames (the
+speed of ``process_environment``'s settings), and from chunk to chunk the peak crept up. A 720p talking
+head swapped in reference mode with 10 s chunks, 20 s vs 80 s of it (a shared 2-core VM): peak RSS
+561 -> 605 MiB (1.078) without, 560 -> 581 MiB (1.037) with. Each trim costs the page faults of the
+free blocks given back, well under 0.1 ms a frame spread over 250 frames."""
 
 
 class FrameStages(Protocol):
@@ -382,6 +392,8 @@ class StreamedChunk:
                 self.written += 1
                 self.slots.release()
                 self.task.frame_done()
+                if self.written % TRIM_EVERY_FRAMES == 0:
+                    return_free_memory()
 
 
 def run_chunk_with_frames(task: ChunkTask) -> ChunkRun:

@@ -1,0 +1,218 @@
+"""The default settings on footage made here, unlike the clips the other benchmarks tuned on, run as a new
+user runs them (``run.py process -s FACE -t CLIP -o OUT --json``, start-up included), side by side with a
+plain ``ffmpeg -c:v libx264 -preset veryfast`` transcode of the same clip, in interleaved pairs.
+
+Clips (720p, 25 fps, stored as a camera stores them: x264 ``veryfast``, GOPs of 2 s, with audio):
+
+- ``zoom pan``: a camera panning and zooming over a textured scene of other photos than the other
+  benchmarks' (scikit-image's retina, cat, stained tissue and gravel), no face;
+- ``walk-in``: the same, with a person (Tom Hanks' photo, about 150 px wide) walking across the middle fifth;
+- ``talking head``: the astronaut photo's head, about 200 px wide, drifting and nodding a little.
+
+Each contender runs ``--pairs`` times, ours and the transcode taken in turn (and ``--baseline DIR``, another
+checkout such as the release before, beside them); a ratio is the mean of the rounds' own ratios (the sides
+of a round ran seconds apart, under the same load from the other users of a shared machine). ``--json``
+figures (fps, the detection schedule, faces, recognizer calls) do not depend on the load; CPU seconds (of
+the processes, user + system) depend on it far less than wall seconds, so both ratios are printed. Run:
+``.venv/bin/python benchmarks/fresh_footage.py [--seconds 30 120] [--clips "zoom pan" ...] [--pairs 2]
+[--baseline DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import cv2
+import numpy as np
+
+from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from tests.support import media, videos
+
+ROOT = Path(__file__).resolve().parent.parent
+FPS = 25
+WIDTH, HEIGHT = 1280, 720
+FrameMaker = Callable[[int], np.ndarray]
+
+
+def textured_scene() -> np.ndarray:
+    """A wide picture without people, from photos the other benchmarks do not use."""
+    from skimage import data
+
+    height = 1000
+    grey = [np.dstack([part] * 3) for part in (data.gravel(), data.brick())]  # type: ignore[no-untyped-call]
+    colour = [data.retina(), data.chelsea(), data.immunohistochemistry()]  # type: ignore[no-untyped-call]
+    parts = [colour[0], grey[0], colour[1], colour[2], grey[1]]
+    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
+    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+
+
+def zoom_pan(frames: int) -> FrameMaker:
+    """A camera panning left to right and zooming in and out (1x to 1.6x) over ``textured_scene``."""
+    picture = textured_scene()
+
+    def make(index: int) -> np.ndarray:
+        t = index / max(frames - 1, 1)
+        zoom = 1.3 + 0.3 * np.sin(t * 2 * np.pi * 3)
+        view_w, view_h = round(picture.shape[0] * 16 / 9 / zoom), round(picture.shape[0] / zoom)
+        x = round((picture.shape[1] - view_w) * t)
+        y = round((picture.shape[0] - view_h) * (0.5 + 0.5 * np.sin(t * 2 * np.pi * 2)))
+        view = picture[y : y + view_h, x : x + view_w]
+        return np.ascontiguousarray(cv2.resize(view, (WIDTH, HEIGHT), interpolation=cv2.INTER_AREA))
+
+    return make
+
+
+def hanks_head() -> np.ndarray:
+    """Tom Hanks' head and shoulders from the insightface package's photo."""
+    image = media.read(media.tom_hanks_path())
+    height, width = image.shape[:2]
+    return np.ascontiguousarray(image[: min(height, width), :width])
+
+
+def walk_in(frames: int) -> FrameMaker:
+    """``zoom_pan`` with a person walking in from the left across the middle fifth of the clip."""
+    scene, head = zoom_pan(frames), cv2.resize(hanks_head(), (220, 220))
+    start, end = 2 * frames // 5, 3 * frames // 5
+
+    def make(index: int) -> np.ndarray:
+        canvas = scene(index)
+        if start <= index < end:
+            t = (index - start) / max(end - start - 1, 1)
+            x = round(-220 + (WIDTH + 220) * t)
+            y = 260 + round(12 * np.sin(index / 3))  # the bob of a walk
+            videos.paste(canvas, head, x, y)
+        return canvas
+
+    return make
+
+
+def astronaut_head() -> np.ndarray:
+    return videos.face_crop(media.astronaut(), (150, 20, 350, 260))
+
+
+def talking_head(frames: int) -> FrameMaker:
+    """The astronaut's head (face about 200 px wide) with the small motion of someone talking."""
+    head = astronaut_head()
+
+    def make(index: int) -> np.ndarray:
+        canvas = videos.background(WIDTH, HEIGHT)
+        size = round(520 * (1 + 0.03 * np.sin(index / 8)))
+        patch = cv2.resize(head, (round(size * head.shape[1] / head.shape[0]), size))
+        x = (WIDTH - patch.shape[1]) // 2 + round(8 * np.sin(index / 6))
+        y = (HEIGHT - size) // 2 + round(5 * np.cos(index / 5))
+        videos.paste(canvas, patch, x, y)
+        return canvas
+
+    return make
+
+
+CLIPS: dict[str, Callable[[int], FrameMaker]] = {"zoom pan": zoom_pan, "walk-in": walk_in, "talking head": talking_head}
+
+
+def camera_clip(work: Path, name: str, maker: FrameMaker, frames: int) -> Path:
+    """A clip stored as a camera or an editor stores it: x264 ``veryfast``, GOPs of 2 s, with audio."""
+    raw = videos.write_video(work / f"{name}.raw.mp4", maker, frames, fps=Fraction(FPS), audio=True)
+    clip = work / f"{name}.mp4"
+    gop = ["-g", str(2 * FPS), "-keyint_min", str(2 * FPS), "-sc_threshold", "0"]
+    encode = [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(raw), "-c:v", "libx264", "-preset", "veryfast"]
+    subprocess.run([*encode, *gop, "-c:a", "copy", "-y", str(clip)], check=True)
+    raw.unlink()
+    return clip
+
+
+Timing = tuple[float, float]
+"""Wall seconds, and CPU seconds (user + system of the child processes)."""
+
+
+def timed_run(command: list[str], environment: dict[str, str] | None = None) -> tuple[Timing, str]:
+    """Run ``command`` to its end: its wall and CPU seconds, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return (wall, cpu), done.stdout
+
+
+def transcode(clip: Path, output: Path) -> Timing:
+    """A plain transcode of ``clip``."""
+    command = [resolve_ffmpeg().path, "-loglevel", "error", "-i", str(clip), "-c:v", "libx264"]
+    timing, _ = timed_run([*command, "-preset", "veryfast", "-y", str(output)])
+    return timing
+
+
+def ours(checkout: Path, clip: Path, face: Path, output: Path, work: Path) -> tuple[Timing, dict[str, object]]:
+    """``run.py process`` of ``checkout`` with the default settings (start-up included), and its JSON summary."""
+    shutil.rmtree(work, ignore_errors=True)
+    command = [sys.executable, str(checkout / "run.py"), "process", "-s", str(face), "-t", str(clip)]
+    environment = {**os.environ, "FACEFUSION_UI_HOME": str(work), "PYTHONPATH": str(checkout)}
+    timing, stdout = timed_run([*command, "-o", str(output), "--json"], environment)
+    summary: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
+    return timing, summary
+
+
+SHOWN = ("fps", "faces_detected", "recognizer_calls", "face_detection", "copy", "peak_rss_mb")
+
+
+def measure(name: str, clip: Path, face: Path, work: Path, pairs: int, baseline: Path | None) -> None:
+    """``pairs`` rounds of: the transcode, ours, and (``--baseline``) the other checkout, in turn. Wall
+    and CPU ratios: on a machine shared with other work the wall times wander far more than the CPU's."""
+    checkouts = {"ours": ROOT, **({"baseline": baseline} if baseline is not None else {})}
+    ratios: dict[str, list[tuple[float, float]]] = {label: [] for label in checkouts}
+    summaries: dict[str, dict[str, object]] = {}
+    for _ in range(pairs):
+        plain = transcode(clip, work / "plain.mp4")
+        line = f"    transcode {plain[0]:6.2f} s (CPU {plain[1]:6.2f} s)"
+        for label, checkout in checkouts.items():
+            (wall, cpu), summaries[label] = ours(checkout, clip, face, work / f"{label}.mp4", work / "run_home")
+            ratios[label].append((wall / plain[0], cpu / plain[1]))
+            line += f", {label} {wall:6.2f} s = {wall / plain[0]:5.2f}x (CPU {cpu / plain[1]:5.2f}x)"
+        print(line, flush=True)
+    for label in checkouts:
+        shown = {key: summaries[label][key] for key in SHOWN if key in summaries[label]}
+        wall_ratio, cpu_ratio = np.mean(ratios[label], axis=0)
+        print(
+            f"  {name}, {label}: {wall_ratio:.2f}x a plain transcode's wall time, {cpu_ratio:.2f}x its CPU time "
+            f"(mean of {pairs})  {json.dumps(shown)}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, nargs="+", default=[30, 120])
+    parser.add_argument("--clips", nargs="+", choices=tuple(CLIPS), default=tuple(CLIPS))
+    parser.add_argument("--pairs", type=int, default=2)
+    parser.add_argument("--baseline", type=Path, help="another checkout (e.g. the release before) run beside ours")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ffui-fresh-"))
+    face = work / "source.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    print(f"default settings, 1280x720 at {FPS} fps, GOPs of 2 s; ours = run.py process (start-up included)")
+    try:
+        for seconds in args.seconds:
+            for name in args.clips:
+                clip = camera_clip(work, name.replace(" ", "_"), CLIPS[name](seconds * FPS), seconds * FPS)
+                print(f"{name}, {seconds} s:", flush=True)
+                measure(name, clip, face, work, args.pairs, args.baseline)
+                clip.unlink()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
