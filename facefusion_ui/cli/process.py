@@ -81,10 +81,12 @@ def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessRes
     injected = os.environ.get("FACEFUSION_UI_INJECT_FAULT")
     fault = parse_fault(injected) if injected else None
     with tqdm(total=0, unit="frame", desc="processing", disable=None, leave=False) as bar:
+        shown = ["processing"]  # the bar's stage (a bar that is off, not a terminal, keeps no description)
 
         def progress(state: dict[str, Any]) -> None:
             stage = "finding people" if state.get("stage") == "people" else "processing"
-            if bar.desc != stage:  # the people pass, then the frames: a bar each
+            if shown[0] != stage:  # the people pass, then the frames: a bar each
+                shown[0] = stage
                 bar.reset(total=state["frames_total"])
                 bar.set_description_str(stage, refresh=False)
             bar.total = state["frames_total"]
