@@ -24,6 +24,7 @@ from facefusion_ui.types import (
     DETECTOR_SIZE_RANGE,
     FACE_SELECTOR_AGE_RANGE,
     FIXED_DETECTOR_SIZES,
+    BackgroundRemoverModel,
     ExecutionProvider,
     FaceCacheScope,
     FaceDetectorModel,
@@ -249,6 +250,28 @@ class Padding(Rule):
         return {"nargs": "+", "type": int, "metavar": "PERCENT"}
 
 
+class Color(Rule):
+    """A colour as red, green, blue and alpha, each a whole number from 0 to 255 (three values: alpha
+    255, opaque); none when unset (the user of the setting then picks its own default)."""
+
+    optional = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None:
+            return None
+        allowed = "3 or 4 whole numbers from 0 to 255 (red green blue, then alpha) or none"
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise _fail(key, value, allowed)
+        items = tuple(value)
+        valid = all(isinstance(item, int) and not isinstance(item, bool) and 0 <= item <= 255 for item in items)
+        if not valid or len(items) not in (3, 4):
+            raise _fail(key, value, allowed)
+        return items if len(items) == 4 else (*items, 255)
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"nargs": "+", "type": int, "metavar": "RGBA"}
+
+
 def _sides(items: tuple[int, ...]) -> tuple[int, int, int, int]:
     if len(items) == 1:
         return (items[0],) * 4
@@ -323,6 +346,7 @@ def number(low: float, high: float, optional: bool = False) -> Rule:
 flag = Flag()
 chunk_size = ChunkSize()
 padding = Padding()
+color = Color()
 
 
 def names(values: tuple[str, ...] | None) -> Rule:
@@ -448,6 +472,18 @@ class Settings:
         80,
         whole_number(0, 100),
         "enhanced face weight in percent",
+    )
+    background_remover_model: BackgroundRemoverModel = _setting(
+        "mediapipe_selfie_segmentation",
+        one_of(choices(BackgroundRemoverModel)),
+        "background remover model (mediapipe_selfie_segmentation: embedded, no download)",
+    )
+    background_remover_color: tuple[int, int, int, int] | None = _setting(
+        None,
+        color,
+        "background remover: the background's colour as R G B A (A 0: transparent, 255: the colour alone); "
+        "none: transparent for PNG and WebP images (they keep an alpha channel), green screen 0 255 0 255 "
+        "for videos and JPEG",
     )
     source_audio: str | None = _setting(
         None,

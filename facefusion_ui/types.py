@@ -87,6 +87,26 @@ FrameEnhancerModel = Literal[
     "span_kendata_x4",
 ]
 FrameEnhancerOutputSize = Literal["enhanced", "target"]
+BackgroundRemoverModel = Literal[
+    "mediapipe_selfie_segmentation",
+    "ben_2",
+    "birefnet_general",
+    "birefnet_portrait",
+    "corridor_key_1024",
+    "corridor_key_2048",
+    "isnet_general",
+    "modnet",
+    "ormbg",
+    "rmbg_1.4",
+    "rmbg_2.0",
+    "silueta",
+    "u2net_cloth",
+    "u2net_general",
+    "u2net_human",
+    "u2netp",
+]
+"""The background remover's model: ``mediapipe_selfie_segmentation`` the embedded one (no download), or
+one of FaceFusion's (``background_remover/core.py``, ``create_static_model_set``)."""
 LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
@@ -110,9 +130,11 @@ ModelRole = Literal[
     "lip_syncer",
     "debugger",
     "classifier",
+    "background_remover",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
-embedding into the space a swapper was trained on."""
+embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the
+background (a matte)."""
 ModelVerification = Literal["sha256", "hash_sidecar", "package", "none"]
 """How a download is checked: a pinned sha256, the publisher's CRC32 ``.hash`` sidecar (its sha256 then
 recorded and checked on later loads), the package it ships in, or nothing (imported files)."""

@@ -77,6 +77,7 @@ SINGLE_PROCESSORS = {
     "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
     "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "lip_syncer": ("source_audio",),
+    "background_remover": ("background_remover_model", "background_remover_color"),
 }
 SINGLE_MASK = (
     "face_mask_types",

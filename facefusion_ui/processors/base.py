@@ -73,7 +73,9 @@ class Processor(Protocol):
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         """Return the processed frame (a new array or ``frame`` itself), same shape and dtype (another
-        size only for a ``ResizingProcessor``, the one its ``output_size`` gives)."""
+        size only for a ``ResizingProcessor``, the one its ``output_size`` gives). Where the output keeps
+        an alpha channel (``context.extras["keep_alpha"]``: a PNG or WebP image) it may return BGRA: the
+        pipeline keeps the alpha aside for the processors after it and writes it with the image."""
         ...
 
     def release(self) -> None:
@@ -146,6 +148,15 @@ class LandmarkReadingProcessor(Protocol):
     alone (no detection, see ``MeshDrawingProcessor``) gets them too, at the cost of a landmark pass."""
 
     needs_68_landmarks: bool
+
+
+@runtime_checkable
+class FaceReadingProcessor(Protocol):
+    """Optional beside ``Processor``: whether it reads the frame's faces at all. A whole-frame processor
+    (the background remover) says False; when no processor of the chain reads faces, the pipeline runs no
+    face analysis (``FrameContext.faces`` is empty). A processor that does not say: True."""
+
+    needs_faces: bool
 
 
 @runtime_checkable
