@@ -15,7 +15,7 @@ from facefusion_ui.errors import SettingsError
 from facefusion_ui.models import load_manifest
 from facefusion_ui.pipeline import split_alpha
 from facefusion_ui.processors.background_families import MATTE_CONTRACTS, MatteContract, run_matte
-from facefusion_ui.processors.background_remover import default_color, fill_background, with_alpha
+from facefusion_ui.processors.background_remover import FillPlane, default_color, fill_background, with_alpha
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import BackgroundRemoverModel, Frame, choices
 from tests.support.matte_models import build_for
@@ -108,16 +108,16 @@ def test_fill_follows_facefusion_and_alpha_keeps_the_person() -> None:
     frame = striped_frame()
     matte = np.zeros((120, 200), np.float32)
     matte[10:40, 10:130] = 1.0
-    green = fill_background(frame, matte, (0, 255, 0, 255))
+    green = fill_background(frame, matte, FillPlane((0, 255, 0, 255)))
     assert (green[15:35, 20:120] == RED).all() and (green[60:70, 0:10] == (0, 255, 0)).all()
-    half = fill_background(frame, matte, (0, 255, 0, 128))
+    half = fill_background(frame, matte, FillPlane((0, 255, 0, 128)))
     assert np.abs(half[60, 5].astype(int) - (64, 192, 64)).max() <= 1
-    assert (fill_background(frame, matte, (0, 255, 0, 0)) == frame).all()
-    bgra = with_alpha(frame, matte, default_color(True))
+    assert (fill_background(frame, matte, FillPlane((0, 255, 0, 0))) == frame).all()
+    bgra = with_alpha(frame, matte, FillPlane(default_color(True)))
     assert bgra.shape == (120, 200, 4)
     assert (bgra[15:35, 20:120, 3] == 255).all() and (bgra[60:70, 0:10, 3] == 0).all()
     assert (bgra[15:35, 20:120, :3] == RED).all()
-    assert (with_alpha(frame, matte, (0, 0, 255, 255))[..., 3] == 255).all()
+    assert (with_alpha(frame, matte, FillPlane((0, 0, 255, 255)))[..., 3] == 255).all()
 
 
 def test_default_colour_is_transparent_only_where_alpha_is_kept() -> None:

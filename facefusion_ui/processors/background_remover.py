@@ -42,26 +42,41 @@ def default_color(keep_alpha: bool) -> tuple[int, int, int, int]:
     return TRANSPARENT if keep_alpha else GREEN_SCREEN
 
 
-def fill_plane(color: tuple[int, int, int, int], height: int, width: int) -> Frame:
-    red, green, blue, _ = color
-    return np.full((height, width, 3), (blue, green, red), dtype=np.uint8)
+class FillPlane:
+    """The colour as a frame-sized BGR plane, made once per frame size (a video's frames share one; it is
+    only read)."""
+
+    def __init__(self, color: tuple[int, int, int, int]) -> None:
+        self.color = color
+        self._plane: Frame = np.zeros((0, 0, 3), dtype=np.uint8)
+
+    def of(self, height: int, width: int) -> Frame:
+        plane = self._plane
+        if plane.shape[:2] != (height, width):
+            red, green, blue, _ = self.color
+            plane = np.full((height, width, 3), (blue, green, red), dtype=np.uint8)
+            self._plane = plane  # one reference swap: a thread reading the old plane keeps it
+        return plane
 
 
-def fill_background(frame: Frame, matte: Mask, color: tuple[int, int, int, int]) -> Frame:
+def fill_background(frame: Frame, matte: Mask, fill: FillPlane) -> Frame:
     """FaceFusion's ``apply_fill_color``: the background weighed by the colour's alpha (no alpha channel)."""
     height, width = frame.shape[:2]
-    share = np.ascontiguousarray((1.0 - matte) * (color[3] / 255.0), dtype=np.float32)
-    keep = np.ascontiguousarray(1.0 - share, dtype=np.float32)
-    return np.asarray(cv2.blendLinear(frame, fill_plane(color, height, width), keep, share), dtype=np.uint8)
+    keep = np.ascontiguousarray(matte, dtype=np.float32)
+    share = np.ascontiguousarray(1.0 - keep, dtype=np.float32)
+    if fill.color[3] < 255:
+        share *= fill.color[3] / 255.0
+        keep = np.ascontiguousarray(1.0 - share, dtype=np.float32)
+    return np.asarray(cv2.blendLinear(frame, fill.of(height, width), keep, share), dtype=np.uint8)
 
 
-def with_alpha(frame: Frame, matte: Mask, color: tuple[int, int, int, int]) -> Frame:
+def with_alpha(frame: Frame, matte: Mask, fill: FillPlane) -> Frame:
     """A BGRA frame: the person's colours over the colour's, the alpha the person's plus the colour's own."""
     height, width = frame.shape[:2]
     matte = np.ascontiguousarray(matte, dtype=np.float32)
     rest = np.ascontiguousarray(1.0 - matte, dtype=np.float32)
-    colours = np.asarray(cv2.blendLinear(frame, fill_plane(color, height, width), matte, rest), dtype=np.uint8)
-    alpha = np.clip((matte + rest * (color[3] / 255.0)) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    colours = np.asarray(cv2.blendLinear(frame, fill.of(height, width), matte, rest), dtype=np.uint8)
+    alpha = np.clip((matte + rest * (fill.color[3] / 255.0)) * 255.0 + 0.5, 0, 255).astype(np.uint8)
     return np.dstack([colours, alpha])
 
 
@@ -90,6 +105,7 @@ class BackgroundRemover:
         self.runtime = runtime
         self.model = settings.background_remover_model
         self.color = settings.background_remover_color
+        self.fills = {keep: FillPlane(self.color or default_color(keep)) for keep in (False, True)}
         self.frames_matted = 0
         self._lock = threading.Lock()
         if self.model != EMBEDDED_MODEL:
@@ -122,9 +138,9 @@ class BackgroundRemover:
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         keep_alpha = bool(context.extras.get("keep_alpha", False))
-        color = self.color or default_color(keep_alpha)
+        fill = self.fills[keep_alpha]
         matte, colours = self.matte(frame)
-        result = with_alpha(colours, matte, color) if keep_alpha else fill_background(colours, matte, color)
+        result = with_alpha(colours, matte, fill) if keep_alpha else fill_background(colours, matte, fill)
         with self._lock:
             self.frames_matted += 1
         return result
