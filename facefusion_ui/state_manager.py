@@ -20,10 +20,12 @@ from typing import Any, NamedTuple
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
+    AGE_MODIFIER_DIRECTION_RANGE,
     DETECTOR_GRID,
     DETECTOR_SIZE_RANGE,
     FACE_SELECTOR_AGE_RANGE,
     FIXED_DETECTOR_SIZES,
+    AgeModifierModel,
     BackgroundRemoverModel,
     ExecutionProvider,
     FaceCacheScope,
@@ -484,6 +486,12 @@ class Settings:
         "background remover: the background's colour as R G B A (A 0: transparent, 255: the colour alone); "
         "none: transparent for PNG and WebP images (they keep an alpha channel), green screen 0 255 0 255 "
         "for videos and JPEG",
+    )
+    age_modifier_model: AgeModifierModel = _setting(
+        "fran", one_of(choices(AgeModifierModel)), "age modifier model (fran also needs the face classifier fairface)"
+    )
+    age_modifier_direction: int = _setting(
+        0, whole_number(*AGE_MODIFIER_DIRECTION_RANGE), "age modifier: -100 younger .. 100 older (0: as is)"
     )
     source_audio: str | None = _setting(
         None,

@@ -87,6 +87,10 @@ FrameEnhancerModel = Literal[
     "span_kendata_x4",
 ]
 FrameEnhancerOutputSize = Literal["enhanced", "target"]
+AgeModifierModel = Literal["fran", "styleganex_age"]
+"""FaceFusion's age modifier models (``age_modifier/core.py``)."""
+AGE_MODIFIER_DIRECTION_RANGE = (-100, 100)
+"""Younger (negative) to older (positive), FaceFusion's ``age_modifier_direction_range``."""
 BackgroundRemoverModel = Literal[
     "mediapipe_selfie_segmentation",
     "ben_2",
@@ -131,6 +135,7 @@ ModelRole = Literal[
     "debugger",
     "classifier",
     "background_remover",
+    "age_modifier",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
 embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the

@@ -56,6 +56,7 @@ UNIT_FILES = frozenset(
         "test_ffmpeg_binary.py",
         "test_models_download.py",
         "test_background_families.py",
+        "test_age_modifier.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

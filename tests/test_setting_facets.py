@@ -78,6 +78,7 @@ SINGLE_PROCESSORS = {
     "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "lip_syncer": ("source_audio",),
     "background_remover": ("background_remover_model", "background_remover_color"),
+    "age_modifier": ("age_modifier_model", "age_modifier_direction"),
 }
 SINGLE_MASK = (
     "face_mask_types",

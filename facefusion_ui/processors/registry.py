@@ -42,6 +42,7 @@ BUILTIN_PROCESSORS: Mapping[str, str] = {
     "lip_syncer": "facefusion_ui.processors.lip_syncer:LipSyncer",
     "face_debugger": "facefusion_ui.processors.face_debugger:FaceDebugger",
     "background_remover": "facefusion_ui.processors.background_remover:BackgroundRemover",
+    "age_modifier": "facefusion_ui.processors.age_modifier:AgeModifier",
 }
 """The built-ins' entry points again, as pyproject.toml declares them (``tests/test_plugins.py`` checks the
 two agree), used only for a built-in whose entry point the package's metadata lacks. It cannot be derived
