@@ -45,6 +45,8 @@ from facefusion_ui.types import (
     FaceSwapperModel,
     FaceSwapperPixelBoost,
     Fp16Mode,
+    FrameColorizerModel,
+    FrameColorizerSize,
     PageGroup,
     PresetName,
     ReferenceFaceFrom,
@@ -492,6 +494,15 @@ class Settings:
     )
     age_modifier_direction: int = _setting(
         0, whole_number(*AGE_MODIFIER_DIRECTION_RANGE), "age modifier: -100 younger .. 100 older (0: as is)"
+    )
+    frame_colorizer_model: FrameColorizerModel = _setting(
+        "ddcolor", one_of(choices(FrameColorizerModel)), "frame colorizer model"
+    )
+    frame_colorizer_size: FrameColorizerSize = _setting(
+        "256x256", one_of(choices(FrameColorizerSize)), "frame colorizer: the size the whole frame is coloured at"
+    )
+    frame_colorizer_blend: int = _setting(
+        100, whole_number(0, 100), "frame colorizer: colorized frame weight in percent"
     )
     source_audio: str | None = _setting(
         None,

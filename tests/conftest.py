@@ -57,6 +57,7 @@ UNIT_FILES = frozenset(
         "test_models_download.py",
         "test_background_families.py",
         "test_age_modifier.py",
+        "test_frame_colorizer.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

@@ -79,6 +79,7 @@ SINGLE_PROCESSORS = {
     "lip_syncer": ("source_audio",),
     "background_remover": ("background_remover_model", "background_remover_color"),
     "age_modifier": ("age_modifier_model", "age_modifier_direction"),
+    "frame_colorizer": ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend"),
 }
 SINGLE_MASK = (
     "face_mask_types",
