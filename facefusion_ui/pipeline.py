@@ -385,7 +385,7 @@ class FramePipeline:
             face_sources=self.face_sources(analysis),
             report=report,
             mask_outline=self.mask_outline,
-            extras={"keep_alpha": True} if keep_alpha else {},
+            extras={"target_frame": frame, **({"keep_alpha": True} if keep_alpha else {})},
         )
         alpha: Frame | None = None
         for processor, options in zip(self.processors, self.options, strict=True):

@@ -28,6 +28,8 @@ from facefusion_ui.types import (
     AgeModifierModel,
     BackgroundRemoverModel,
     ExecutionProvider,
+    ExpressionRestorerArea,
+    ExpressionRestorerModel,
     FaceCacheScope,
     FaceDetectorModel,
     FaceEnhancerModel,
@@ -503,6 +505,17 @@ class Settings:
     )
     frame_colorizer_blend: int = _setting(
         100, whole_number(0, 100), "frame colorizer: colorized frame weight in percent"
+    )
+    expression_restorer_model: ExpressionRestorerModel = _setting(
+        "live_portrait", one_of(choices(ExpressionRestorerModel)), "expression restorer model"
+    )
+    expression_restorer_factor: int = _setting(
+        80, whole_number(0, 100), "expression restorer: how much of the target's own expression comes back"
+    )
+    expression_restorer_areas: tuple[ExpressionRestorerArea, ...] = _setting(
+        choices(ExpressionRestorerArea),
+        names(choices(ExpressionRestorerArea)),
+        "expression restorer: the face areas whose expression comes back",
     )
     source_audio: str | None = _setting(
         None,

@@ -90,6 +90,8 @@ FrameEnhancerOutputSize = Literal["enhanced", "target"]
 FrameColorizerModel = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
 FrameColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 """The square the whole frame is resized to for the colorizer (FaceFusion's ``frame_colorizer_sizes``)."""
+ExpressionRestorerModel = Literal["live_portrait"]
+ExpressionRestorerArea = Literal["upper-face", "lower-face"]
 AgeModifierModel = Literal["fran", "styleganex_age"]
 """FaceFusion's age modifier models (``age_modifier/core.py``)."""
 AGE_MODIFIER_DIRECTION_RANGE = (-100, 100)
@@ -140,6 +142,7 @@ ModelRole = Literal[
     "background_remover",
     "age_modifier",
     "frame_colorizer",
+    "expression_restorer",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
 embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the

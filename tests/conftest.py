@@ -58,6 +58,7 @@ UNIT_FILES = frozenset(
         "test_background_families.py",
         "test_age_modifier.py",
         "test_frame_colorizer.py",
+        "test_expression_restorer.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

@@ -80,6 +80,7 @@ SINGLE_PROCESSORS = {
     "background_remover": ("background_remover_model", "background_remover_color"),
     "age_modifier": ("age_modifier_model", "age_modifier_direction"),
     "frame_colorizer": ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend"),
+    "expression_restorer": ("expression_restorer_model", "expression_restorer_factor", "expression_restorer_areas"),
 }
 SINGLE_MASK = (
     "face_mask_types",

@@ -41,6 +41,8 @@ class FrameContext:
     face_sources: Sequence[SourceIdentity] = ()
     """With a face map: each of ``faces``' own source person, in the same order (empty: ``sources`` for all)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
+    """What the pipeline adds: ``target_frame``, the frame as it was before the chain's first processor
+    (the expression restorer reads the target's own face there); ``keep_alpha`` (see ``process_frame``)."""
     options: Mapping[str, OptionValue] = field(default_factory=dict)
     """The options of the processor being called: every one it declares (``ConfigurableProcessor``), as
     the job's settings give it or else its default."""

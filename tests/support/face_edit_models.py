@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 from facefusion_ui.faces.warp_templates import WARP_TEMPLATES, WarpTemplate
@@ -80,3 +81,98 @@ def build_styleganex_age(path: Path, gain: float = 1.0) -> Path:
         ],
     )
     return _save(graph, path)
+
+
+MOUTH_ROWS, MOUTH_COLUMNS = (176, 192), (105, 151)
+"""Where the mouth lies in LivePortrait's 256 px input (arcface_128 template: corners at 0.72 of the side)."""
+EXPRESSION_GAIN = 0.02
+GENERATOR_GAIN = 5.0
+
+
+def build_live_portrait(folder: Path) -> None:
+    """The three LivePortrait parts: the feature extractor gives its input back; the motion extractor's
+    expression is the mouth's redness (every point's x, ``EXPRESSION_GAIN`` * (mean red - 0.5)), its
+    other outputs fixed; the generator upscales the features to 512 px and brightens them by
+    ``GENERATOR_GAIN`` * the sum of (source - target) points."""
+    image = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 256, 256])]
+    features = helper.make_graph(
+        [helper.make_node("Identity", ["input"], ["feature_volume"])],
+        "live_portrait_feature_extractor_like",
+        image,
+        [helper.make_tensor_value_info("feature_volume", TensorProto.FLOAT, [1, 3, 256, 256])],
+    )
+    _save(features, folder / "live_portrait_feature_extractor.onnx")
+    _save(_motion_graph(image), folder / "live_portrait_motion_extractor.onnx")
+    _save(_generator_graph(), folder / "live_portrait_generator.onnx")
+
+
+MOTION_SHAPES = {
+    "pitch": [1],
+    "yaw": [1],
+    "roll": [1],
+    "scale": [1, 1],
+    "translation": [1, 3],
+    "expression": [1, 21, 3],
+    "motion_points": [1, 21, 3],
+}
+
+
+def _motion_graph(image: list[onnx.ValueInfoProto]) -> onnx.GraphProto:
+    rng = np.random.default_rng(5)
+    pattern = np.zeros((1, 21, 3), np.float32)
+    pattern[:, :, 0] = EXPRESSION_GAIN
+    starts, ends = [0, MOUTH_ROWS[0], MOUTH_COLUMNS[0]], [1, MOUTH_ROWS[1], MOUTH_COLUMNS[1]]
+    nodes = [
+        helper.make_node("Slice", ["input", "starts", "ends", "axes"], ["mouth"]),
+        helper.make_node("ReduceMean", ["mouth"], ["redness"], axes=[1, 2, 3], keepdims=0),
+        helper.make_node("Sub", ["redness", "half"], ["centred"]),
+        helper.make_node("Mul", ["pattern", "centred"], ["expression"]),
+    ]
+    constants = {"pitch": [8.0], "yaw": [-15.0], "roll": [4.0]}
+    nodes += [
+        helper.make_node("Identity", [f"{name}_value"], [name])
+        for name in (*constants, "scale", "translation", "motion_points")
+    ]
+    outputs = ["pitch", "yaw", "roll", "scale", "translation", "expression", "motion_points"]
+    initializers = [_const(f"{name}_value", np.array(value, np.float32)) for name, value in constants.items()]
+    initializers += [
+        _const("scale_value", np.array([[1.1]], np.float32)),
+        _const("translation_value", np.array([[0.01, -0.02, 0.0]], np.float32)),
+        _const("motion_points_value", rng.uniform(-0.5, 0.5, (1, 21, 3)).astype(np.float32)),
+        _const("starts", np.array(starts, np.int64)),
+        _const("ends", np.array(ends, np.int64)),
+        _const("axes", np.array([1, 2, 3], np.int64)),
+        _const("half", np.array([0.5], np.float32)),
+        _const("pattern", pattern),
+    ]
+    return helper.make_graph(
+        nodes,
+        "live_portrait_motion_extractor_like",
+        image,
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, MOTION_SHAPES[name]) for name in outputs],
+        initializer=initializers,
+    )
+
+
+def _generator_graph() -> onnx.GraphProto:
+    nodes = [
+        helper.make_node("Resize", ["feature_volume", "", "scales"], ["face"], mode="nearest"),
+        helper.make_node("Sub", ["source", "target"], ["moved"]),
+        helper.make_node("ReduceSum", ["moved"], ["total"], keepdims=0),
+        helper.make_node("Mul", ["total", "gain"], ["shift"]),
+        helper.make_node("Add", ["face", "shift"], ["output"]),
+    ]
+    return helper.make_graph(
+        nodes,
+        "live_portrait_generator_like",
+        [
+            helper.make_tensor_value_info("feature_volume", TensorProto.FLOAT, [1, 3, 256, 256]),
+            helper.make_tensor_value_info("source", TensorProto.FLOAT, [1, 21, 3]),
+            helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 21, 3]),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 512, 512])],
+        initializer=[
+            _const("scales", np.array([1, 1, 2, 2], np.float32)),
+            _const("gain", np.array(GENERATOR_GAIN, np.float32)),
+        ],
+    )
