@@ -85,6 +85,14 @@ FrameEnhancerModel = Literal[
     "remacri_x4",
     "siax_x4",
     "span_kendata_x4",
+    "face_dat_x4",
+    "real_esrgan_x8",
+    "real_esrgan_x8_fp16",
+    "real_web_photo_x4",
+    "realistic_rescaler_x4",
+    "swin2_sr_x4",
+    "tghq_face_x8",
+    "ultra_sharp_2_x4",
 ]
 FrameEnhancerOutputSize = Literal["enhanced", "target"]
 FrameColorizerModel = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
