@@ -46,7 +46,9 @@ def test_an_x8_model_makes_a_frame_eight_times_larger(tmp_path: Path) -> None:
     settings = Settings(processors=("frame_enhancer",), processor_options={"frame_enhancer": {"model": "tghq_face_x8"}})
     runtime = ModelRuntime(load_manifest(folder=tmp_path), tmp_path, SessionPool(("cpu",)))
     enhancer = FrameEnhancer(settings, runtime)
-    frame = np.ascontiguousarray(cv2.resize(media.astronaut(), (150, 100), interpolation=cv2.INTER_AREA))
+    frame = np.ascontiguousarray(
+        cv2.resize(media.astronaut(), (150, 100), interpolation=cv2.INTER_AREA), dtype=np.uint8
+    )
     assert enhancer.output_size(150, 100) == (1200, 800) and enhancer.tile == 128
     result = enhancer.enhance(frame, 1.0)
     assert result.shape == (800, 1200, 3)
