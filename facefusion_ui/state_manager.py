@@ -32,6 +32,7 @@ from facefusion_ui.types import (
     ExpressionRestorerModel,
     FaceCacheScope,
     FaceDetectorModel,
+    FaceEditorModel,
     FaceEnhancerModel,
     FaceLandmarkerModel,
     FaceMaskArea,
@@ -517,6 +518,37 @@ class Settings:
         names(choices(ExpressionRestorerArea)),
         "expression restorer: the face areas whose expression comes back",
     )
+    face_editor_model: FaceEditorModel = _setting(
+        "live_portrait", one_of(choices(FaceEditorModel)), "face editor model"
+    )
+    face_editor_eyebrow_direction: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eyebrow direction (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_gaze_horizontal: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye gaze horizontal (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_gaze_vertical: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye gaze vertical (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_open_ratio: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye open ratio (-1 .. 1, 0: as is)"
+    )
+    face_editor_lip_open_ratio: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: lip open ratio (-1 .. 1, 0: as is)"
+    )
+    face_editor_mouth_grim: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth grim (-1 .. 1, 0: as is)")
+    face_editor_mouth_pout: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth pout (-1 .. 1, 0: as is)")
+    face_editor_mouth_purse: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth purse (-1 .. 1, 0: as is)")
+    face_editor_mouth_smile: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth smile (-1 .. 1, 0: as is)")
+    face_editor_mouth_position_horizontal: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: mouth position horizontal (-1 .. 1, 0: as is)"
+    )
+    face_editor_mouth_position_vertical: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: mouth position vertical (-1 .. 1, 0: as is)"
+    )
+    face_editor_head_pitch: float = _setting(0.0, number(-1.0, 1.0), "face editor: head pitch (-1 .. 1, 0: as is)")
+    face_editor_head_yaw: float = _setting(0.0, number(-1.0, 1.0), "face editor: head yaw (-1 .. 1, 0: as is)")
+    face_editor_head_roll: float = _setting(0.0, number(-1.0, 1.0), "face editor: head roll (-1 .. 1, 0: as is)")
     source_audio: str | None = _setting(
         None,
         FilePath(),

@@ -99,6 +99,24 @@ FrameColorizerModel = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldi
 FrameColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
 """The square the whole frame is resized to for the colorizer (FaceFusion's ``frame_colorizer_sizes``)."""
 ExpressionRestorerModel = Literal["live_portrait"]
+FaceEditorModel = Literal["live_portrait"]
+FACE_EDITOR_CONTROLS = (
+    "eyebrow_direction",
+    "eye_gaze_horizontal",
+    "eye_gaze_vertical",
+    "eye_open_ratio",
+    "lip_open_ratio",
+    "mouth_grim",
+    "mouth_pout",
+    "mouth_purse",
+    "mouth_smile",
+    "mouth_position_horizontal",
+    "mouth_position_vertical",
+    "head_pitch",
+    "head_yaw",
+    "head_roll",
+)
+"""The face editor's sliders, each -1..1 (FaceFusion's ``face_editor_*_range``), setting ``face_editor_NAME``."""
 ExpressionRestorerArea = Literal["upper-face", "lower-face"]
 AgeModifierModel = Literal["fran", "styleganex_age"]
 """FaceFusion's age modifier models (``age_modifier/core.py``)."""
@@ -151,6 +169,7 @@ ModelRole = Literal[
     "age_modifier",
     "frame_colorizer",
     "expression_restorer",
+    "face_editor",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
 embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the

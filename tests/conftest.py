@@ -60,6 +60,7 @@ UNIT_FILES = frozenset(
         "test_frame_colorizer.py",
         "test_expression_restorer.py",
         "test_frame_enhancer_models.py",
+        "test_face_editor.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

@@ -45,6 +45,7 @@ BUILTIN_PROCESSORS: Mapping[str, str] = {
     "age_modifier": "facefusion_ui.processors.age_modifier:AgeModifier",
     "frame_colorizer": "facefusion_ui.processors.frame_colorizer:FrameColorizer",
     "expression_restorer": "facefusion_ui.processors.expression_restorer:ExpressionRestorer",
+    "face_editor": "facefusion_ui.processors.face_editor:FaceEditor",
 }
 """The built-ins' entry points again, as pyproject.toml declares them (``tests/test_plugins.py`` checks the
 two agree), used only for a built-in whose entry point the package's metadata lacks. It cannot be derived

@@ -176,3 +176,45 @@ def _generator_graph() -> onnx.GraphProto:
             _const("gain", np.array(GENERATOR_GAIN, np.float32)),
         ],
     )
+
+
+RETARGET_GAIN = 0.01
+
+
+def _retargeter(path: Path, width: int, openings: tuple[int, ...], wanted: int, axis: int) -> Path:
+    """(1, width) -> (1, 63): every point's ``axis`` coordinate moved by RETARGET_GAIN * (wanted - the
+    mean of the ``openings`` entries)."""
+    weights = np.zeros((width, 63), np.float32)
+    weights[wanted, axis::3] = RETARGET_GAIN
+    for index in openings:
+        weights[index, axis::3] = -RETARGET_GAIN / len(openings)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["input", "weights"], ["output"])],
+        path.stem + "_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 63])],
+        initializer=[_const("weights", weights)],
+    )
+    return _save(graph, path)
+
+
+def build_face_editor_parts(folder: Path) -> None:
+    """LivePortrait's parts as ``build_live_portrait``, and the retargeters and stitcher: the eye retargeter
+    moves every point's y by the wanted opening less the eyes' mean, the lip retargeter every point's x by
+    the wanted opening less the lips'; the stitcher keeps half the move from target to source."""
+    build_live_portrait(folder)
+    _retargeter(folder / "live_portrait_eye_retargeter.onnx", 66, (63, 64), 65, 1)
+    _retargeter(folder / "live_portrait_lip_retargeter.onnx", 65, (63,), 64, 0)
+    points = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 21, 3]) for name in ("source", "target")]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Sub", ["source", "target"], ["move"]),
+            helper.make_node("Mul", ["move", "half"], ["kept"]),
+            helper.make_node("Add", ["target", "kept"], ["output"]),
+        ],
+        "live_portrait_stitcher_like",
+        points,
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 21, 3])],
+        initializer=[_const("half", np.array(0.5, np.float32))],
+    )
+    _save(graph, folder / "live_portrait_stitcher.onnx")
