@@ -279,6 +279,26 @@ class Color(Rule):
         return {"nargs": "+", "type": int, "metavar": "RGBA"}
 
 
+@dataclass(frozen=True)
+class ModelName(Rule):
+    """The name of a model of the catalog or one imported (``models import``), lowercase; whether it is
+    installed and of the right kind is checked where it is used; none when optional."""
+
+    optional: bool = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise _fail(
+                key, value, "a model name (lowercase letters, digits, _ . -)" + (" or none" if self.optional else "")
+            )
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"metavar": "MODEL"}
+
+
 def _sides(items: tuple[int, ...]) -> tuple[int, int, int, int]:
     if len(items) == 1:
         return (items[0],) * 4
@@ -549,6 +569,14 @@ class Settings:
     face_editor_head_pitch: float = _setting(0.0, number(-1.0, 1.0), "face editor: head pitch (-1 .. 1, 0: as is)")
     face_editor_head_yaw: float = _setting(0.0, number(-1.0, 1.0), "face editor: head yaw (-1 .. 1, 0: as is)")
     face_editor_head_roll: float = _setting(0.0, number(-1.0, 1.0), "face editor: head roll (-1 .. 1, 0: as is)")
+    deep_swapper_model: str | None = _setting(
+        None,
+        ModelName(),
+        "deep swapper: your DeepFaceLab model, converted from .dfm to ONNX and added with 'models import FILE'",
+    )
+    deep_swapper_morph: int = _setting(
+        100, whole_number(0, 100), "deep swapper: how far the face goes to the model's person (its morph input)"
+    )
     source_audio: str | None = _setting(
         None,
         FilePath(),

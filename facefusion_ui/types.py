@@ -170,6 +170,7 @@ ModelRole = Literal[
     "frame_colorizer",
     "expression_restorer",
     "face_editor",
+    "deep_swapper",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
 embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the

@@ -61,6 +61,7 @@ UNIT_FILES = frozenset(
         "test_expression_restorer.py",
         "test_frame_enhancer_models.py",
         "test_face_editor.py",
+        "test_deep_swapper.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

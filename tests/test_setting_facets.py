@@ -82,6 +82,7 @@ SINGLE_PROCESSORS = {
     "frame_colorizer": ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend"),
     "expression_restorer": ("expression_restorer_model", "expression_restorer_factor", "expression_restorer_areas"),
     "face_editor": ("face_editor_model", *(f"face_editor_{control}" for control in FACE_EDITOR_CONTROLS)),
+    "deep_swapper": ("deep_swapper_model", "deep_swapper_morph"),
 }
 SINGLE_MASK = (
     "face_mask_types",

@@ -46,6 +46,7 @@ BUILTIN_PROCESSORS: Mapping[str, str] = {
     "frame_colorizer": "facefusion_ui.processors.frame_colorizer:FrameColorizer",
     "expression_restorer": "facefusion_ui.processors.expression_restorer:ExpressionRestorer",
     "face_editor": "facefusion_ui.processors.face_editor:FaceEditor",
+    "deep_swapper": "facefusion_ui.processors.deep_swapper:DeepSwapper",
 }
 """The built-ins' entry points again, as pyproject.toml declares them (``tests/test_plugins.py`` checks the
 two agree), used only for a built-in whose entry point the package's metadata lacks. It cannot be derived

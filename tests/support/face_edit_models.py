@@ -218,3 +218,41 @@ def build_face_editor_parts(folder: Path) -> None:
         initializer=[_const("half", np.array(0.5, np.float32))],
     )
     _save(graph, folder / "live_portrait_stitcher.onnx")
+
+
+def build_deep_swapper(path: Path, side: int = 224, morph: bool = True) -> Path:
+    """A DeepFaceLive-like model: ``in_face:0`` 1xSxSx3 (NHWC, BGR [0, 1]) and ``morph_value:0`` (1,) ->
+    the target's mask (ones), the face (its input plus a red square, 0.3 at morph 1, at dfl_whole_face's left
+    eye) and the source's mask (ones but the lowest quarter), in that order."""
+    mark = np.zeros((1, side, side, 3), np.float32)
+    x, y = (np.array(WARP_TEMPLATES["dfl_whole_face"][0]) * side).round().astype(int)
+    mark[0, y - 4 : y + 4, x - 4 : x + 4, 2] = 0.3
+    source_mask = np.ones((1, side, side, 1), np.float32)
+    source_mask[0, side * 3 // 4 :] = 0.0
+    inputs = [helper.make_tensor_value_info("in_face:0", TensorProto.FLOAT, [1, side, side, 3])]
+    nodes = [helper.make_node("Identity", ["target_mask_value"], ["out_celeb_face_mask:0"])]
+    if morph:
+        inputs.append(helper.make_tensor_value_info("morph_value:0", TensorProto.FLOAT, [1]))
+        nodes += [helper.make_node("Mul", ["mark", "morph_value:0"], ["marked"])]
+    else:
+        nodes += [helper.make_node("Identity", ["mark"], ["marked"])]
+    nodes += [
+        helper.make_node("Add", ["in_face:0", "marked"], ["out_celeb_face:0"]),
+        helper.make_node("Identity", ["source_mask_value"], ["out_face_mask:0"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "deep_swapper_like",
+        inputs,
+        [
+            helper.make_tensor_value_info("out_celeb_face_mask:0", TensorProto.FLOAT, [1, side, side, 1]),
+            helper.make_tensor_value_info("out_celeb_face:0", TensorProto.FLOAT, [1, side, side, 3]),
+            helper.make_tensor_value_info("out_face_mask:0", TensorProto.FLOAT, [1, side, side, 1]),
+        ],
+        initializer=[
+            _const("mark", mark),
+            _const("target_mask_value", np.ones((1, side, side, 1), np.float32)),
+            _const("source_mask_value", source_mask),
+        ],
+    )
+    return _save(graph, path)
