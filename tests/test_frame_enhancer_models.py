@@ -56,3 +56,15 @@ def test_an_x8_model_makes_a_frame_eight_times_larger(tmp_path: Path) -> None:
     blurred = cv2.blur(frame.astype(np.float32), (3, 3), borderType=cv2.BORDER_CONSTANT)
     plain = cv2.resize(blurred, (1200, 800), interpolation=cv2.INTER_NEAREST) * 0.95
     assert np.abs(result.astype(np.float32) - plain)[16:-16, 16:-16].mean() < 8
+
+
+def test_models_list_shows_a_licence_for_every_model_added() -> None:
+    from facefusion_ui.cli.models import licence_note
+
+    roles = {"background_remover", "age_modifier", "frame_colorizer", "expression_restorer", "face_editor"}
+    added = [spec for spec in load_manifest().values() if spec.role in roles or spec.name in ADDED]
+    assert len(added) == 36  # 15 background, 2 age, 5 colour, 6 LivePortrait, 8 upscalers
+    for spec in added:
+        assert licence_note(spec.description) != "-", spec.name
+    assert licence_note("StyleGANEX (williamyang1991, S-Lab 1.0, non-commercial)") == "non-commercial"
+    assert licence_note("a detector, 2 anchors") == "-"
