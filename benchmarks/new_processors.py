@@ -29,13 +29,13 @@ import numpy as np
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.inference import SessionPool
-from facefusion_ui.models import load_manifest
+from facefusion_ui.models import import_model, load_manifest
 from facefusion_ui.processors.base import FrameContext, Processor
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 from tests.support.colorizer_models import build_ddcolor, build_deoldify
-from tests.support.face_edit_models import build_fran, build_live_portrait, build_styleganex_age
+from tests.support.face_edit_models import build_deep_swapper, build_face_editor_parts, build_fran, build_styleganex_age
 from tests.support.onnx_models import build_fairface
 
 CASES: dict[str, dict[str, object]] = {
@@ -49,6 +49,12 @@ CASES: dict[str, dict[str, object]] = {
     "frame_colorizer ddcolor 256": {"processors": ("frame_colorizer",)},
     "frame_colorizer deoldify 256": {"processors": ("frame_colorizer",), "frame_colorizer_model": "deoldify"},
     "expression_restorer": {"processors": ("expression_restorer",)},
+    "face_editor (smile 0.5, eyes open 0.5)": {
+        "processors": ("face_editor",),
+        "face_editor_mouth_smile": 0.5,
+        "face_editor_eye_open_ratio": 0.5,
+    },
+    "deep_swapper (a 224 px model)": {"processors": ("deep_swapper",), "deep_swapper_model": "mine_224"},
 }
 
 
@@ -58,7 +64,8 @@ def stand_ins(folder: Path) -> None:
     build_fairface(folder / "fairface.onnx")
     build_ddcolor(folder / "ddcolor.onnx")
     build_deoldify(folder / "deoldify.onnx")
-    build_live_portrait(folder)
+    build_face_editor_parts(folder)
+    import_model(build_deep_swapper(folder / "dfm.onnx"), "mine_224", folder=folder)
 
 
 def median_ms(processor: Processor, frame: np.ndarray, context: FrameContext, frames: int) -> float:
@@ -81,7 +88,7 @@ def main() -> None:
     frame[:, 384:896] = cv2.resize(media.astronaut(), (512, 720))
     registry = ProcessorRegistry.discover()
     runtime = ModelRuntime(load_manifest(folder=folder), folder, SessionPool(("cpu",)))
-    faces = FaceAnalyser(runtime).analyse(frame, Settings())
+    faces = FaceAnalyser(runtime).analyse(frame, Settings())  # dlib's HOG and 68 landmarks (the defaults)
     print(f"one 720p frame, {len(faces)} face ({faces[0].width:.0f} px wide), median of {args.frames}:")
     for name, values in CASES.items():
         settings = Settings(**values)  # type: ignore[arg-type]
