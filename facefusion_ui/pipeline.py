@@ -141,9 +141,9 @@ class FramePipeline:
         self.reads_68 = reads_68_landmarks(self.processors)
         """Whether a processor may read the 68 landmarks (faces followed by their meshes then get them too)."""
         self.mask_outline = first_mask_outline(self.processors)
+        """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
         self.reads_faces = reads_faces(self.processors)
         """Whether a processor reads the faces (else no frame is analysed: a whole-frame chain)."""
-        """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
 
     @classmethod
     def build(
