@@ -13,7 +13,7 @@ from facefusion_ui.errors import InputError, disk_full_named
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import read_image
 from facefusion_ui.job import ProcessResult, RunContext, SwapJob
-from facefusion_ui.media_files import check_paths, write_image
+from facefusion_ui.media_files import check_paths, keeps_alpha, write_image
 from facefusion_ui.memory import peak_rss_mb
 from facefusion_ui.output_lock import OutputLock
 from facefusion_ui.people_job import people_swap
@@ -33,7 +33,7 @@ def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessRes
         pipeline = FramePipeline.build(job.settings, runtime, job.sources, context.registry, people)
         frame = read_image(job.target, "target")
         pipeline.set_reference_from(frame)
-        result = pipeline.process(frame)
+        result = pipeline.process(frame, keep_alpha=keeps_alpha(job.output))
         write_image(job.output, result, job.settings.output_image_quality)
         stats = {
             **pipeline.summary(),

@@ -92,8 +92,17 @@ def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
     return kind
 
 
+ALPHA_SUFFIXES = (".png", ".webp")
+"""Image outputs that keep an alpha channel (a background remover's transparency)."""
+
+
+def keeps_alpha(path: Path) -> bool:
+    return path.suffix.lower() in ALPHA_SUFFIXES
+
+
 def write_image(path: Path, image: Frame, quality: int) -> None:
-    """Encode by the file's suffix and write atomically (temp + rename): no half-written output."""
+    """Encode by the file's suffix and write atomically (temp + rename): no half-written output. A BGRA
+    ``image`` keeps its alpha in a PNG or WebP."""
     suffix = path.suffix.lower()
     params: list[int] = []
     if suffix in (".jpg", ".jpeg"):

@@ -380,6 +380,8 @@ def guess_role(signature: Mapping[str, list[dict[str, Any]]]) -> ModelRole | Non
     """What a model does, judged from its inputs and outputs (the shapes the known families use)."""
     inputs, outputs = signature["inputs"], signature["outputs"]
     shapes = [item["shape"] for item in inputs]
+    if any(item["name"] == "in_face:0" for item in inputs) and len(outputs) == 3:
+        return "deep_swapper"  # a DeepFaceLab model converted from .dfm (DeepFaceLive's names)
     if len(inputs) == 2 and any(len(s) == 2 and s[-1] == 512 for s in shapes):
         return "swapper"
     if len(inputs) != 1 or len(shapes[0]) != 4:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
 from facefusion_ui.errors import InputError, ModelError
@@ -46,6 +47,7 @@ from facefusion_ui.frames import FrameImage
 from facefusion_ui.masks.stage import MaskingProcessor, masks_summary
 from facefusion_ui.processors.base import (
     CountingProcessor,
+    FaceReadingProcessor,
     FaceReport,
     FrameContext,
     LandmarkReadingProcessor,
@@ -140,6 +142,8 @@ class FramePipeline:
         """Whether a processor may read the 68 landmarks (faces followed by their meshes then get them too)."""
         self.mask_outline = first_mask_outline(self.processors)
         """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
+        self.reads_faces = reads_faces(self.processors)
+        """Whether a processor reads the faces (else no frame is analysed: a whole-frame chain)."""
 
     @classmethod
     def build(
@@ -224,6 +228,9 @@ class FramePipeline:
     ) -> list[FrameAnalysis]:
         """Consecutive video frames (as many as ``group_size_from`` their first), analysed with the
         detection schedule (``faces/detection_schedule.py``). Call with the frames in order."""
+        if not self.reads_faces:
+            self.stats.frames += len(images)
+            return [NO_FACES] * len(images)
         results = self.schedule.analyse_group(images, indices, timestamps, self)
         self.stats.frames += len(results)
         return results
@@ -256,6 +263,8 @@ class FramePipeline:
         ``detections``: the boxes when already found (else a full-frame detection runs); ``known``:
         faces followed by their meshes (``follow_meshes``)."""
         self.stats.frames += 1
+        if not self.reads_faces:
+            return NO_FACES
         return self.analyse_faces(frame, index, timestamp, detections, known)
 
     def analyse_faces(
@@ -359,9 +368,13 @@ class FramePipeline:
             self.settings.face_selector_mode,
         )
 
-    def apply(self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0) -> Frame:
+    def apply(
+        self, frame: Frame, analysis: FrameAnalysis, index: int = 0, timestamp: float = 0.0, keep_alpha: bool = False
+    ) -> Frame:
         """Run the processors on the selected faces; safe to call from several threads. After a processor
-        that changed the frame's size the faces are scaled for the ones after it."""
+        that changed the frame's size the faces are scaled for the ones after it. ``keep_alpha``: the output
+        keeps an alpha channel (a PNG or WebP image): a processor may return BGRA, whose alpha is kept
+        aside for the processors after it and put back on the result (BGRA then)."""
         report = self.report(analysis)
         context = FrameContext(
             index,
@@ -372,15 +385,18 @@ class FramePipeline:
             face_sources=self.face_sources(analysis),
             report=report,
             mask_outline=self.mask_outline,
+            extras={"target_frame": frame, **({"keep_alpha": True} if keep_alpha else {})},
         )
+        alpha: Frame | None = None
         for processor, options in zip(self.processors, self.options, strict=True):
             height, width = frame.shape[:2]
             frame = processor.process_frame(
                 frame, dataclasses.replace(context, options=options) if options else context
             )
+            frame, alpha = split_alpha(frame, alpha)
             if frame.shape[:2] != (height, width):
                 context = scale_context(context, frame.shape[1] / width, frame.shape[0] / height)
-        return frame
+        return frame if alpha is None else np.dstack([frame, alpha])
 
     def face_sources(self, analysis: FrameAnalysis) -> tuple[SourceIdentity, ...]:
         """Each selected face's own source with a face map (empty without one)."""
@@ -391,6 +407,8 @@ class FramePipeline:
     def set_reference_from(self, frame: Frame) -> None:
         """Mode 'reference' with a face of the target: take it from ``frame`` (the reference frame)."""
         if self.settings.face_selector_mode != "reference" or self.settings.reference_face_from != "frame":
+            return
+        if not self.reads_faces:
             return
         faces = self.analyser.analyse(frame, self.settings, embeddings=True, counted=False)  # counted as it runs
         if filters_in_use(self.settings):
@@ -405,8 +423,8 @@ class FramePipeline:
             )
         self.reference = chosen.embedding
 
-    def process(self, frame: Frame, index: int = 0, timestamp: float = 0.0) -> Frame:
-        return self.apply(frame, self.analyse(frame, index, timestamp), index, timestamp)
+    def process(self, frame: Frame, index: int = 0, timestamp: float = 0.0, keep_alpha: bool = False) -> Frame:
+        return self.apply(frame, self.analyse(frame, index, timestamp), index, timestamp, keep_alpha)
 
     def release(self) -> None:
         """Free the processors' caches and the models no other running job holds (they reload on next use)."""
@@ -520,3 +538,18 @@ def first_mask_outline(processors: Sequence[Processor]) -> Callable[[Face], list
     """The ``mask_outline`` of the first processor that has one (None: no processor says)."""
     outlining = [processor for processor in processors if isinstance(processor, OutliningProcessor)]
     return outlining[0].mask_outline if outlining else None
+
+
+def reads_faces(processors: Sequence[Processor]) -> bool:
+    """Whether a processor reads the frame's faces (one that does not say does)."""
+    return any(not isinstance(processor, FaceReadingProcessor) or processor.needs_faces for processor in processors)
+
+
+def split_alpha(frame: Frame, alpha: Frame | None) -> tuple[Frame, Frame | None]:
+    """A processor's result as BGR and the alpha kept so far: a BGRA result's own alpha, else the one
+    before (scaled to the frame when a processor changed its size)."""
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        return np.ascontiguousarray(frame[:, :, :3]), np.ascontiguousarray(frame[:, :, 3])
+    if alpha is not None and alpha.shape[:2] != frame.shape[:2]:
+        alpha = np.asarray(cv2.resize(alpha, (frame.shape[1], frame.shape[0])), dtype=np.uint8)
+    return frame, alpha

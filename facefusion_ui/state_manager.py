@@ -20,13 +20,19 @@ from typing import Any, NamedTuple
 
 from facefusion_ui.errors import SettingsError
 from facefusion_ui.types import (
+    AGE_MODIFIER_DIRECTION_RANGE,
     DETECTOR_GRID,
     DETECTOR_SIZE_RANGE,
     FACE_SELECTOR_AGE_RANGE,
     FIXED_DETECTOR_SIZES,
+    AgeModifierModel,
+    BackgroundRemoverModel,
     ExecutionProvider,
+    ExpressionRestorerArea,
+    ExpressionRestorerModel,
     FaceCacheScope,
     FaceDetectorModel,
+    FaceEditorModel,
     FaceEnhancerModel,
     FaceLandmarkerModel,
     FaceMaskArea,
@@ -42,6 +48,8 @@ from facefusion_ui.types import (
     FaceSwapperModel,
     FaceSwapperPixelBoost,
     Fp16Mode,
+    FrameColorizerModel,
+    FrameColorizerSize,
     PageGroup,
     PresetName,
     ReferenceFaceFrom,
@@ -249,6 +257,48 @@ class Padding(Rule):
         return {"nargs": "+", "type": int, "metavar": "PERCENT"}
 
 
+class Color(Rule):
+    """A colour as red, green, blue and alpha, each a whole number from 0 to 255 (three values: alpha
+    255, opaque); none when unset (the user of the setting then picks its own default)."""
+
+    optional = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None:
+            return None
+        allowed = "3 or 4 whole numbers from 0 to 255 (red green blue, then alpha) or none"
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise _fail(key, value, allowed)
+        items = tuple(value)
+        valid = all(isinstance(item, int) and not isinstance(item, bool) and 0 <= item <= 255 for item in items)
+        if not valid or len(items) not in (3, 4):
+            raise _fail(key, value, allowed)
+        return items if len(items) == 4 else (*items, 255)
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"nargs": "+", "type": int, "metavar": "RGBA"}
+
+
+@dataclass(frozen=True)
+class ModelName(Rule):
+    """The name of a model of the catalog or one imported (``models import``), lowercase; whether it is
+    installed and of the right kind is checked where it is used; none when optional."""
+
+    optional: bool = True
+
+    def __call__(self, key: str, value: Any) -> Any:
+        if value is None and self.optional:
+            return None
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise _fail(
+                key, value, "a model name (lowercase letters, digits, _ . -)" + (" or none" if self.optional else "")
+            )
+        return value
+
+    def cli_options(self) -> dict[str, Any]:
+        return {"metavar": "MODEL"}
+
+
 def _sides(items: tuple[int, ...]) -> tuple[int, int, int, int]:
     if len(items) == 1:
         return (items[0],) * 4
@@ -323,6 +373,7 @@ def number(low: float, high: float, optional: bool = False) -> Rule:
 flag = Flag()
 chunk_size = ChunkSize()
 padding = Padding()
+color = Color()
 
 
 def names(values: tuple[str, ...] | None) -> Rule:
@@ -448,6 +499,83 @@ class Settings:
         80,
         whole_number(0, 100),
         "enhanced face weight in percent",
+    )
+    background_remover_model: BackgroundRemoverModel = _setting(
+        "mediapipe_selfie_segmentation",
+        one_of(choices(BackgroundRemoverModel)),
+        "background remover model (mediapipe_selfie_segmentation: embedded, no download)",
+    )
+    background_remover_color: tuple[int, int, int, int] | None = _setting(
+        None,
+        color,
+        "background remover: the background's colour as R G B A (A 0: transparent, 255: the colour alone); "
+        "none: transparent for PNG and WebP images (they keep an alpha channel), green screen 0 255 0 255 "
+        "for videos and JPEG",
+    )
+    age_modifier_model: AgeModifierModel = _setting(
+        "fran", one_of(choices(AgeModifierModel)), "age modifier model (fran also needs the face classifier fairface)"
+    )
+    age_modifier_direction: int = _setting(
+        0, whole_number(*AGE_MODIFIER_DIRECTION_RANGE), "age modifier: -100 younger .. 100 older (0: as is)"
+    )
+    frame_colorizer_model: FrameColorizerModel = _setting(
+        "ddcolor", one_of(choices(FrameColorizerModel)), "frame colorizer model"
+    )
+    frame_colorizer_size: FrameColorizerSize = _setting(
+        "256x256", one_of(choices(FrameColorizerSize)), "frame colorizer: the size the whole frame is coloured at"
+    )
+    frame_colorizer_blend: int = _setting(
+        100, whole_number(0, 100), "frame colorizer: colorized frame weight in percent"
+    )
+    expression_restorer_model: ExpressionRestorerModel = _setting(
+        "live_portrait", one_of(choices(ExpressionRestorerModel)), "expression restorer model"
+    )
+    expression_restorer_factor: int = _setting(
+        80, whole_number(0, 100), "expression restorer: how much of the target's own expression comes back"
+    )
+    expression_restorer_areas: tuple[ExpressionRestorerArea, ...] = _setting(
+        choices(ExpressionRestorerArea),
+        names(choices(ExpressionRestorerArea)),
+        "expression restorer: the face areas whose expression comes back",
+    )
+    face_editor_model: FaceEditorModel = _setting(
+        "live_portrait", one_of(choices(FaceEditorModel)), "face editor model"
+    )
+    face_editor_eyebrow_direction: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eyebrow direction (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_gaze_horizontal: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye gaze horizontal (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_gaze_vertical: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye gaze vertical (-1 .. 1, 0: as is)"
+    )
+    face_editor_eye_open_ratio: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: eye open ratio (-1 .. 1, 0: as is)"
+    )
+    face_editor_lip_open_ratio: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: lip open ratio (-1 .. 1, 0: as is)"
+    )
+    face_editor_mouth_grim: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth grim (-1 .. 1, 0: as is)")
+    face_editor_mouth_pout: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth pout (-1 .. 1, 0: as is)")
+    face_editor_mouth_purse: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth purse (-1 .. 1, 0: as is)")
+    face_editor_mouth_smile: float = _setting(0.0, number(-1.0, 1.0), "face editor: mouth smile (-1 .. 1, 0: as is)")
+    face_editor_mouth_position_horizontal: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: mouth position horizontal (-1 .. 1, 0: as is)"
+    )
+    face_editor_mouth_position_vertical: float = _setting(
+        0.0, number(-1.0, 1.0), "face editor: mouth position vertical (-1 .. 1, 0: as is)"
+    )
+    face_editor_head_pitch: float = _setting(0.0, number(-1.0, 1.0), "face editor: head pitch (-1 .. 1, 0: as is)")
+    face_editor_head_yaw: float = _setting(0.0, number(-1.0, 1.0), "face editor: head yaw (-1 .. 1, 0: as is)")
+    face_editor_head_roll: float = _setting(0.0, number(-1.0, 1.0), "face editor: head roll (-1 .. 1, 0: as is)")
+    deep_swapper_model: str | None = _setting(
+        None,
+        ModelName(),
+        "deep swapper: your DeepFaceLab model, converted from .dfm to ONNX and added with 'models import FILE'",
+    )
+    deep_swapper_morph: int = _setting(
+        100, whole_number(0, 100), "deep swapper: how far the face goes to the model's person (its morph input)"
     )
     source_audio: str | None = _setting(
         None,

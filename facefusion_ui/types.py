@@ -109,8 +109,63 @@ FrameEnhancerModel = Literal[
     "remacri_x4",
     "siax_x4",
     "span_kendata_x4",
+    "face_dat_x4",
+    "real_esrgan_x8",
+    "real_esrgan_x8_fp16",
+    "real_web_photo_x4",
+    "realistic_rescaler_x4",
+    "swin2_sr_x4",
+    "tghq_face_x8",
+    "ultra_sharp_2_x4",
 ]
 FrameEnhancerOutputSize = Literal["enhanced", "target"]
+FrameColorizerModel = Literal["ddcolor", "ddcolor_artistic", "deoldify", "deoldify_artistic", "deoldify_stable"]
+FrameColorizerSize = Literal["192x192", "256x256", "384x384", "512x512"]
+"""The square the whole frame is resized to for the colorizer (FaceFusion's ``frame_colorizer_sizes``)."""
+ExpressionRestorerModel = Literal["live_portrait"]
+FaceEditorModel = Literal["live_portrait"]
+FACE_EDITOR_CONTROLS = (
+    "eyebrow_direction",
+    "eye_gaze_horizontal",
+    "eye_gaze_vertical",
+    "eye_open_ratio",
+    "lip_open_ratio",
+    "mouth_grim",
+    "mouth_pout",
+    "mouth_purse",
+    "mouth_smile",
+    "mouth_position_horizontal",
+    "mouth_position_vertical",
+    "head_pitch",
+    "head_yaw",
+    "head_roll",
+)
+"""The face editor's sliders, each -1..1 (FaceFusion's ``face_editor_*_range``), setting ``face_editor_NAME``."""
+ExpressionRestorerArea = Literal["upper-face", "lower-face"]
+AgeModifierModel = Literal["fran", "styleganex_age"]
+"""FaceFusion's age modifier models (``age_modifier/core.py``)."""
+AGE_MODIFIER_DIRECTION_RANGE = (-100, 100)
+"""Younger (negative) to older (positive), FaceFusion's ``age_modifier_direction_range``."""
+BackgroundRemoverModel = Literal[
+    "mediapipe_selfie_segmentation",
+    "ben_2",
+    "birefnet_general",
+    "birefnet_portrait",
+    "corridor_key_1024",
+    "corridor_key_2048",
+    "isnet_general",
+    "modnet",
+    "ormbg",
+    "rmbg_1.4",
+    "rmbg_2.0",
+    "silueta",
+    "u2net_cloth",
+    "u2net_general",
+    "u2net_human",
+    "u2netp",
+]
+"""The background remover's model: ``mediapipe_selfie_segmentation`` the embedded one (no download), or
+one of FaceFusion's (``background_remover/core.py``, ``create_static_model_set``)."""
 LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
@@ -134,9 +189,16 @@ ModelRole = Literal[
     "lip_syncer",
     "debugger",
     "classifier",
+    "background_remover",
+    "age_modifier",
+    "frame_colorizer",
+    "expression_restorer",
+    "face_editor",
+    "deep_swapper",
 ]
 """What a model does; a ``classifier`` tells a face's gender, age and race; a ``converter`` maps an ArcFace
-embedding into the space a swapper was trained on."""
+embedding into the space a swapper was trained on; a ``background_remover`` tells the person from the
+background (a matte)."""
 ModelVerification = Literal["sha256", "hash_sidecar", "package", "none"]
 """How a download is checked: a pinned sha256, the publisher's CRC32 ``.hash`` sidecar (its sha256 then
 recorded and checked on later loads), the package it ships in, or nothing (imported files)."""

@@ -56,6 +56,13 @@ UNIT_FILES = frozenset(
         "test_ffmpeg_binary.py",
         "test_models_download.py",
         "test_startup.py",
+        "test_background_families.py",
+        "test_age_modifier.py",
+        "test_frame_colorizer.py",
+        "test_expression_restorer.py",
+        "test_frame_enhancer_models.py",
+        "test_face_editor.py",
+        "test_deep_swapper.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

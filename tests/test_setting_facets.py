@@ -20,7 +20,7 @@ from facefusion_ui.state_manager import (
     setting_label,
     worker_setting_keys,
 )
-from facefusion_ui.types import PageGroup, choices
+from facefusion_ui.types import FACE_EDITOR_CONTROLS, PageGroup, choices
 from facefusion_ui.ui import processor_options, settings, single, single_request
 from facefusion_ui.video.chunks import NOT_IN_FINGERPRINT
 
@@ -77,6 +77,12 @@ SINGLE_PROCESSORS = {
     "face_swapper": ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses"),
     "face_enhancer": ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight"),
     "lip_syncer": ("source_audio",),
+    "background_remover": ("background_remover_model", "background_remover_color"),
+    "age_modifier": ("age_modifier_model", "age_modifier_direction"),
+    "frame_colorizer": ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend"),
+    "expression_restorer": ("expression_restorer_model", "expression_restorer_factor", "expression_restorer_areas"),
+    "face_editor": ("face_editor_model", *(f"face_editor_{control}" for control in FACE_EDITOR_CONTROLS)),
+    "deep_swapper": ("deep_swapper_model", "deep_swapper_morph"),
 }
 SINGLE_MASK = (
     "face_mask_types",

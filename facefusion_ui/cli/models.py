@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +32,18 @@ def _size(value: int | None) -> str:
     return f"{value / 1e6:.1f}MB" if value else "-"
 
 
+LICENCES = ("non-commercial", "GPL-3.0", "Apache-2.0", "BSD-3-Clause", "CC-BY-4.0", "MIT", "WTFPL")
+"""The licence notes the catalog's descriptions use, the most restrictive first."""
+
+
+def licence_note(description: str) -> str:
+    """The licence a model's description names (``-`` where it names none it knows)."""
+    for licence in LICENCES:
+        if re.search(rf"(?<![\w-]){re.escape(licence)}(?![\w-])", description, re.IGNORECASE):
+            return licence
+    return "-"
+
+
 def _state_row(state: ModelState) -> dict[str, Any]:
     spec = state.spec
     if spec.kind == "embedded":
@@ -50,6 +63,7 @@ def _state_row(state: ModelState) -> dict[str, Any]:
         "where": where,
         "metric": spec.metric,
         "threshold": spec.threshold,
+        "licence": licence_note(spec.description),
     }
 
 
@@ -81,7 +95,7 @@ def run_models_list(args: argparse.Namespace) -> int:
         print(json.dumps({"models_dir": str(models_dir()), "models": rows}, indent=2))
         return 0
     verified_text = {True: "yes", False: "MISMATCH", None: "-"}
-    table = [["name", "role", "kind", "installed", "verified", "size", "check", "where"]]
+    table = [["name", "role", "kind", "installed", "verified", "size", "check", "licence", "where"]]
     for row in rows:
         table.append(
             [
@@ -92,6 +106,7 @@ def run_models_list(args: argparse.Namespace) -> int:
                 verified_text[row["verified"]],
                 _size(row["size"]) + ("*" if row.get("size_from") == "server" else ""),
                 CHECK_TEXT[row["verification"]],
+                row["licence"],
                 row["where"],
             ]
         )

@@ -18,7 +18,9 @@ import numpy as np
 from facefusion_ui.faces.alignment import AlignmentFit, similarity_fit, template_points
 from facefusion_ui.types import Frame, Matrix, Points
 
-WarpTemplate = Literal["arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "mtcnn_512"]
+WarpTemplate = Literal[
+    "arcface_112_v1", "arcface_112_v2", "arcface_128", "ffhq_512", "mtcnn_512", "styleganex_384", "dfl_whole_face"
+]
 
 WARP_TEMPLATES: Mapping[WarpTemplate, tuple[tuple[float, float], ...]] = {
     "arcface_112_v1": (
@@ -58,6 +60,22 @@ WARP_TEMPLATES: Mapping[WarpTemplate, tuple[tuple[float, float], ...]] = {
         (0.50019127, 0.61942959),
         (0.39032951, 0.77598822),
         (0.61178945, 0.77476328),
+    ),
+    # DeepFaceLab's whole-face crop (FaceFusion's deep swapper)
+    "dfl_whole_face": (
+        (0.35342266, 0.39285716),
+        (0.62797622, 0.39285716),
+        (0.48660713, 0.54017860),
+        (0.38839287, 0.68750011),
+        (0.59821427, 0.68750011),
+    ),
+    # StyleGANEX's face with its surroundings (FaceFusion's age modifier, styleganex_age)
+    "styleganex_384": (
+        (0.42353745, 0.52289879),
+        (0.57725008, 0.52319972),
+        (0.50123859, 0.61331904),
+        (0.43364461, 0.68337652),
+        (0.57015325, 0.68306005),
     ),
 }
 

@@ -44,6 +44,8 @@ class FrameContext:
     face_sources: Sequence[SourceIdentity] = ()
     """With a face map: each of ``faces``' own source person, in the same order (empty: ``sources`` for all)."""
     extras: Mapping[str, Any] = field(default_factory=dict)
+    """What the pipeline adds: ``target_frame``, the frame as it was before the chain's first processor
+    (the expression restorer reads the target's own face there); ``keep_alpha`` (see ``process_frame``)."""
     options: Mapping[str, OptionValue] = field(default_factory=dict)
     """The options of the processor being called: every one it declares (``ConfigurableProcessor``), as
     the job's settings give it or else its default."""
@@ -76,7 +78,9 @@ class Processor(Protocol):
 
     def process_frame(self, frame: Frame, context: FrameContext) -> Frame:
         """Return the processed frame (a new array or ``frame`` itself), same shape and dtype (another
-        size only for a ``ResizingProcessor``, the one its ``output_size`` gives)."""
+        size only for a ``ResizingProcessor``, the one its ``output_size`` gives). Where the output keeps
+        an alpha channel (``context.extras["keep_alpha"]``: a PNG or WebP image) it may return BGRA: the
+        pipeline keeps the alpha aside for the processors after it and writes it with the image."""
         ...
 
     def release(self) -> None:
@@ -149,6 +153,15 @@ class LandmarkReadingProcessor(Protocol):
     alone (no detection, see ``MeshDrawingProcessor``) gets them too, at the cost of a landmark pass."""
 
     needs_68_landmarks: bool
+
+
+@runtime_checkable
+class FaceReadingProcessor(Protocol):
+    """Optional beside ``Processor``: whether it reads the frame's faces at all. A whole-frame processor
+    (the background remover) says False; when no processor of the chain reads faces, the pipeline runs no
+    face analysis (``FrameContext.faces`` is empty). A processor that does not say: True."""
+
+    needs_faces: bool
 
 
 @runtime_checkable

@@ -44,6 +44,12 @@ BUILTIN_PROCESSORS: Mapping[str, str] = {
     "frame_enhancer": "facefusion_ui.processors.frame_enhancer:FrameEnhancer",
     "lip_syncer": "facefusion_ui.processors.lip_syncer:LipSyncer",
     "face_debugger": "facefusion_ui.processors.face_debugger:FaceDebugger",
+    "background_remover": "facefusion_ui.processors.background_remover:BackgroundRemover",
+    "age_modifier": "facefusion_ui.processors.age_modifier:AgeModifier",
+    "frame_colorizer": "facefusion_ui.processors.frame_colorizer:FrameColorizer",
+    "expression_restorer": "facefusion_ui.processors.expression_restorer:ExpressionRestorer",
+    "face_editor": "facefusion_ui.processors.face_editor:FaceEditor",
+    "deep_swapper": "facefusion_ui.processors.deep_swapper:DeepSwapper",
 }
 """The built-ins' entry points again, as pyproject.toml declares them (``tests/test_plugins.py`` checks the
 two agree), used only for a built-in whose entry point the package's metadata lacks. It cannot be derived
