@@ -55,6 +55,7 @@ UNIT_FILES = frozenset(
         "test_job_execution.py",
         "test_ffmpeg_binary.py",
         "test_models_download.py",
+        "test_live_units.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""
