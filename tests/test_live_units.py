@@ -151,3 +151,14 @@ def test_a_virtual_camera_without_a_backend_says_what_to_install(cli_here: RunCl
     assert len(lines) == 1, lines
     assert lines[0].startswith("error: --virtual-camera needs pyvirtualcam and a virtual camera: pip install")
     assert "v4l2loopback" in lines[0]
+
+
+def test_a_pushed_frame_is_fitted_to_the_live_size_keeping_its_aspect() -> None:
+    from facefusion_ui.live.pushed import fit_frame
+
+    wide = np.full((360, 640, 3), 200, np.uint8)  # 16:9 into 4:3: black bands above and below
+    fitted = fit_frame(wide, 640, 480)
+    assert fitted.shape == (480, 640, 3)
+    assert fitted[:60].max() == 0 and fitted[420:].max() == 0 and fitted[60:420].min() == 200
+    same = np.zeros((480, 640, 3), np.uint8)
+    assert fit_frame(same, 640, 480) is same
