@@ -180,3 +180,21 @@ def test_the_engine_follows_a_face_by_its_mesh_and_finds_a_lost_one_again(engine
     assert engine.found == []
     frames_to_find = wait_until_swapped(engine, frames[10], limit=60)
     assert frames_to_find <= 25, frames_to_find  # within a detection's time on a busy 2-core machine
+
+
+def test_a_face_map_swaps_the_person_of_its_photo_and_a_number_is_one_line(
+    run_cli: RunCli, clip: Path, source_photo: Path, tmp_path: Path
+) -> None:
+    who = tmp_path / "grace.png"
+    cv2.imwrite(str(who), media.grace_hopper())  # the person the clip shows
+    mapped = run_cli(
+        ["live", "--face-map", f"{who}={source_photo}", "--input", str(clip), "--duration", "2", "--json"], timeout=600
+    )
+    assert mapped.returncode == 0, mapped.stderr
+    report = json.loads(mapped.stdout)
+    assert report["faces_swapped"] > 0
+    assert report["people"][0]["id"] == 1 and report["people"][0]["faces_swapped"] == report["faces_swapped"]
+    numbered = run_cli(["live", "--face-map", f"1={source_photo}", "--input", str(clip)])
+    assert numbered.returncode == 2
+    lines = numbered.stderr.strip().splitlines()
+    assert len(lines) == 1 and "give a photo of the person instead" in lines[0], lines

@@ -131,7 +131,8 @@ def test_live_without_a_source_or_input_says_what_it_needs(cli_here: RunCli) -> 
     result = cli_here(["live", "--input", "0"])
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "error: live needs -s SOURCE and --input CAMERA|DEVICE|FILE|URL (see 'run.py live --help')"
+        "error: live needs -s SOURCE (or --face-map PHOTO=SOURCE) and --input CAMERA|DEVICE|FILE|URL "
+        "(see 'run.py live --help')"
     ]
 
 

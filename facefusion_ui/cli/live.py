@@ -5,6 +5,7 @@ on Ctrl-C (exit 130, the report still printed)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -12,31 +13,49 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
+from facefusion_ui.cli.process import add_face_map_argument, face_map_from_args
 from facefusion_ui.errors import InputError, UsageError
 from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.types import LiveSize, choices
 
 if TYPE_CHECKING:
+    from facefusion_ui.live.commands import LiveInput
     from facefusion_ui.live.session import LiveSession
     from facefusion_ui.live.sinks import FrameSink
 
 
 def run_live(args: argparse.Namespace) -> int:
     from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.live.commands import LIVE_SIZES
     from facefusion_ui.live.engine import LiveEngine
+    from facefusion_ui.live.face_map import live_people
+    from facefusion_ui.live.session import LiveSession
+    from facefusion_ui.live.source import FrameSource
 
     settings = settings_from_args(args)
-    if not args.sources or args.input is None:
-        raise UsageError("live needs -s SOURCE and --input CAMERA|DEVICE|FILE|URL (see 'run.py live --help')")
-    missing = [path for path in args.sources if not Path(path).is_file()]
+    face_map = face_map_from_args(args)
+    if not (args.sources or face_map) or args.input is None:
+        raise UsageError(
+            "live needs -s SOURCE (or --face-map PHOTO=SOURCE) and --input CAMERA|DEVICE|FILE|URL "
+            "(see 'run.py live --help')"
+        )
+    missing = [path for path in args.sources or () if not Path(path).is_file()]
     if missing:
         raise InputError(f"source photo {missing[0]} does not exist: give a photo with a face", paths=missing[:1])
     if args.duration is not None and args.duration <= 0:
         raise UsageError(f"--duration {args.duration:g}: give a number of seconds above 0")
+    source = live_source(args)
     sinks = open_sinks(args)  # a missing virtual camera is reported before the models load
-    engine = LiveEngine.build(settings, ModelRuntime.create(settings), [Path(path) for path in args.sources])
-    engine.warm_up(engine.pipeline.sources.best_frontal().image)
-    session = start_session(args, engine, sinks)
+    try:
+        runtime = ModelRuntime.create(settings)
+        people = live_people(face_map, runtime, settings) if face_map else None
+        engine = LiveEngine.build(settings, runtime, [Path(path) for path in args.sources or ()], people)
+        engine.warm_up(engine.pipeline.sources.best_frontal().image)
+        width, height = LIVE_SIZES[args.size]
+        session = LiveSession(engine, FrameSource(source, width, height), sinks)
+    except BaseException:
+        close_quietly(sinks)
+        raise
     interrupted = False
     try:
         session.run(duration=args.duration, on_first_frame=lambda: announce(args, session))
@@ -68,10 +87,9 @@ def open_sinks(args: argparse.Namespace) -> list[FrameSink]:
     return sinks
 
 
-def start_session(args: argparse.Namespace, engine: Any, sinks: list[FrameSink]) -> LiveSession:
-    from facefusion_ui.live.commands import LIVE_SIZES, live_input
-    from facefusion_ui.live.session import LiveSession
-    from facefusion_ui.live.source import FrameSource
+def live_source(args: argparse.Namespace) -> LiveInput:
+    """``--input`` as ffmpeg will open it, a file checked to exist."""
+    from facefusion_ui.live.commands import live_input
     from facefusion_ui.video.ffmpeg import ffmpeg_version, resolve_ffmpeg
 
     source = live_input(args.input, sys.platform, ffmpeg_version(resolve_ffmpeg()), loop=args.loop)
@@ -81,8 +99,14 @@ def start_session(args: argparse.Namespace, engine: Any, sinks: list[FrameSink])
             "a video file or a stream URL",
             paths=(args.input,),
         )
-    width, height = LIVE_SIZES[args.size]
-    return LiveSession(engine, FrameSource(source, width, height), sinks)
+    return source
+
+
+def close_quietly(sinks: Sequence[FrameSink]) -> None:
+    """The sinks of a run that did not start (their own failures are not the news)."""
+    for sink in sinks:
+        with contextlib.suppress(Exception):  # an encoder that got no frame fails: expected here
+            sink.close()
 
 
 def announce(args: argparse.Namespace, session: LiveSession) -> None:
@@ -117,5 +141,6 @@ def add_live_parser(commands: Any, processor_names: Sequence[str], processor_opt
     live.add_argument("--loop", action="store_true", help="a video file input starts again at its end")
     live.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this many seconds")
     live.add_argument("--json", action="store_true", help="print one JSON report at the end (or on Ctrl-C)")
+    add_face_map_argument(live)
     add_settings_arguments(live, processor_names=processor_names, processor_options=processor_options)
     live.set_defaults(handler=run_live)

@@ -98,7 +98,9 @@ class LiveEngine:
 
     def summary(self) -> dict[str, Any]:
         counts = self.pipeline.counts() - self.warm_counts
+        people = self.pipeline.people_summary(counts)
         return {
+            **({"people": people} if people is not None else {}),
             "frames_with_faces": self.frames_with_faces,
             "faces_swapped": int(counts.get("faces_swapped", 0)),
             "detections": self.detector.detections,
