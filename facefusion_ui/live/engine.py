@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,16 @@ from facefusion_ui.live.detector import REDETECT_SECONDS, BackgroundDetector
 from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """A frame between the engine's two stages."""
+
+    frame: Frame
+    analysis: FrameAnalysis
+    index: int
+    timestamp: float
 
 
 def overlaps(a: Points, b: Points) -> bool:
@@ -59,14 +70,22 @@ class LiveEngine:
 
     def process(self, frame: Frame, arrived: float | None = None) -> Frame:
         """``frame`` (BGR) swapped; ``arrived``: its ``perf_counter`` time of arrival (default: now)."""
+        return self.apply(self.analysed(frame, arrived))
+
+    def analysed(self, frame: Frame, arrived: float | None = None) -> Analysed:
+        """The first stage: ``frame``'s faces. Call in the order the frames are shown, from one thread."""
         timestamp = (arrived if arrived is not None else time.perf_counter()) - self.started
         index = self.frames
         self.frames += 1
-        analysis = self.analyse(frame, index, timestamp)
+        return Analysed(frame, self.analyse(frame, index, timestamp), index, timestamp)
+
+    def apply(self, analysed: Analysed) -> Frame:
+        """The second stage: the processors on an analysed frame (stateless per frame, as in a job)."""
+        analysis = analysed.analysis
         if not analysis.selected or not self.pipeline.changes(analysis):
-            return frame
+            return analysed.frame
         self.frames_with_faces += 1
-        return self.pipeline.apply(frame, analysis, index, timestamp)
+        return self.pipeline.apply(analysed.frame, analysis, analysed.index, analysed.timestamp)
 
     def analyse(self, frame: Frame, index: int, timestamp: float) -> FrameAnalysis:
         hints = self.detector.take_found()
