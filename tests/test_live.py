@@ -198,3 +198,29 @@ def test_a_face_map_swaps_the_person_of_its_photo_and_a_number_is_one_line(
     assert numbered.returncode == 2
     lines = numbered.stderr.strip().splitlines()
     assert len(lines) == 1 and "give a photo of the person instead" in lines[0], lines
+
+
+def test_frames_pushed_by_the_page_come_back_fitted_mirrored_swapped_and_recorded(
+    engine: LiveEngine, tmp_path: Path
+) -> None:
+    from facefusion_ui.live.pushed import PushedStream
+
+    make = videos.moving_face(1280, 720, 40)  # a 16:9 camera into 480p: bands above and below
+    stream = PushedStream(engine, "480p", mirror=True)
+    stream.start_recording(tmp_path / "pushed.mp4")
+    shown = []
+    for index in range(40):
+        rgb = np.ascontiguousarray(make(index)[:, :, ::-1])
+        back = stream.swap(rgb)
+        assert back is not None and back.shape == (480, 640, 3)
+        shown.append(back)
+        time.sleep(0.04)
+    recorded = stream.stop_recording()
+    assert recorded is not None and len(decoded(recorded)) >= 10
+    assert shown[-1][:60].max() == 0 and shown[-1][420:].max() == 0  # letterboxed, not stretched
+    plain = cv2.resize(make(39), (640, 360))[:, ::-1, ::-1]  # mirrored, RGB
+    strip = np.abs(shown[-1][60:420, :40].astype(np.int16) - plain[:, :40]).mean()  # background: as it was
+    assert strip < 3, strip
+    assert stream.frames_shown == 40 and stream.latency.total == 40
+    assert "fps" in stream.readout() and stream.report()["frames_dropped"] == 0
+    assert engine.frames_with_faces > 0
