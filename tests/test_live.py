@@ -224,3 +224,12 @@ def test_frames_pushed_by_the_page_come_back_fitted_mirrored_swapped_and_recorde
     assert stream.frames_shown == 40 and stream.latency.total == 40
     assert "fps" in stream.readout() and stream.report()["frames_dropped"] == 0
     assert engine.frames_with_faces > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a V4L2 device path")
+def test_a_camera_that_is_not_there_is_one_line_with_ffmpegs_words(run_cli: RunCli, source_photo: Path) -> None:
+    result = run_cli(["live", "-s", str(source_photo), "--input", "/dev/video99"], timeout=300)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: cannot read live input camera /dev/video99: ") and "/dev/video99" in lines[0]

@@ -40,6 +40,8 @@ class FrameSource:
         self.process = start_process(read_args(resolve_ffmpeg().path, source, width, height), stdout=True)
         self.stderr = StderrTail(self.process.stderr)
         self._stopping = threading.Event()
+        self.ran_out = False
+        """Whether the input ended by itself (end of file, camera gone, nothing to read), not by ``stop``."""
         self._thread = threading.Thread(target=self._read, name="live-source", daemon=True)
         self._thread.start()
 
@@ -55,12 +57,13 @@ class FrameSource:
                 self.frames.put(LiveFrame(self.frames_in, image, time.perf_counter()))
                 self.frames_in += 1
         finally:
+            self.ran_out = not self._stopping.is_set()
             self.ended.set()
             self.frames.close(keep_last=True)
 
     def failure(self) -> InputError | None:
         """Why the input gave no frame at all (ffmpeg's own words), once it ended; None otherwise."""
-        if self.frames_in or not self.ended.is_set() or self._stopping.is_set():
+        if self.frames_in or not self.ended.is_set() or not self.ran_out:
             return None
         self.process.wait(timeout=30)
         self.stderr.join()
