@@ -127,11 +127,18 @@ def wait_for_line(stream: object, text: str, deadline: float) -> Iterator[str]:
             return
 
 
-def test_a_missing_input_file_is_one_line(run_cli: RunCli, source_photo: Path, tmp_path: Path) -> None:
+def test_a_missing_input_file_or_an_output_onto_the_input_is_one_line(
+    run_cli: RunCli, clip: Path, source_photo: Path, tmp_path: Path
+) -> None:
     result = run_cli(["live", "-s", str(source_photo), "--input", str(tmp_path / "none.mp4")])
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --input ") and "no such file" in lines[0], lines
+    onto = run_cli(["live", "-s", str(source_photo), "--input", str(clip), "--output", str(clip)])
+    assert onto.returncode == 2 and onto.stderr.strip().splitlines() == [
+        f"error: --output {clip} is the input: record into another file"
+    ]
+    assert len(decoded(clip)) == 100  # untouched
 
 
 @pytest.fixture(scope="module")

@@ -99,6 +99,8 @@ def live_source(args: argparse.Namespace) -> LiveInput:
             "a video file or a stream URL",
             paths=(args.input,),
         )
+    if args.output and source.kind == "file" and Path(args.output).resolve() == Path(args.input).resolve():
+        raise UsageError(f"--output {args.output} is the input: record into another file", paths=(args.output,))
     return source
 
 
