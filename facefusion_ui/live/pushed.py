@@ -94,7 +94,7 @@ class PushedStream:
             return "waiting for the camera's first frame"
         return (
             f"{self.fps():.1f} fps · latency median {latency['median']:.0f} ms, p95 {latency['p95']:.0f} ms "
-            f"(frame received to swapped) · {self.frames_shown} frames"
+            f"(frame received to swapped) · {self.frames_shown} frames, {self.frames_dropped} dropped"
         )
 
     def start_recording(self, path: Path) -> None:
