@@ -162,13 +162,18 @@ def paced(engine: LiveEngine, frames: list[np.ndarray], fps: float = 25.0) -> li
     return out
 
 
-def wait_until_swapped(engine: LiveEngine, frame: np.ndarray, limit: float) -> int:
-    """Frames handed to the engine (25 fps) until one comes back changed; fails after ``limit`` seconds."""
-    end = time.monotonic() + limit
+def wait_until_swapped(engine: LiveEngine, frame: np.ndarray, limit: float, fps: float = 25.0) -> int:
+    """Frames handed to the engine, no faster than a camera at ``fps``, until one comes back changed;
+    fails after ``limit`` seconds. (Unpaced, a faceless frame takes a fraction of a millisecond and the
+    loop would starve the detector's thread of the interpreter.)"""
+    start = time.monotonic()
     count = 0
-    while time.monotonic() < end:
+    while time.monotonic() < start + limit:
+        wait = start + count / fps - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
         count += 1
-        if not np.array_equal(paced(engine, [frame])[0], frame):
+        if not np.array_equal(engine.process(frame.copy()), frame):
             return count
     raise AssertionError(f"no swapped frame in {limit} s")
 
