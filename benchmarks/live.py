@@ -7,8 +7,9 @@ most 200 ms) and frames per second shown; then the peak memory of a 1-minute run
 side by side in two processes at once, and their ratio (goal: at most 1.10). The machine's load average
 is printed with each figure: on a shared machine the share of frames shown falls with it.
 
-Run: ``.venv/bin/python benchmarks/live.py [--seconds 60] [--memory-minutes 1 10]``
-(``--memory-minutes 0`` leaves the memory part out).
+Also: how many frames after a face comes back into view (elsewhere, after 2 s without it) it is swapped again.
+
+Run: ``.venv/bin/python benchmarks/live.py [--seconds 60] [--memory-minutes 1 10] [--parts speed reacquire memory]``.
 """
 
 from __future__ import annotations
@@ -90,17 +91,57 @@ def memory_part(source: Path, work: Path, minutes: list[float]) -> None:
     print(f"peak after {minutes[-1]:g} min / after {minutes[0]:g} min: {peaks[-1] / peaks[0]:.3f} (goal <= 1.10)")
 
 
+def reacquire_part(source: Path, rounds: int = 3) -> None:
+    """A face followed, then 2 s (50 frames) without it, then back further right: frames (at 25 fps) until
+    it is swapped again."""
+    import time
+
+    import numpy as np
+
+    from facefusion_ui.faces.runtime import ModelRuntime
+    from facefusion_ui.live.engine import LiveEngine
+    from facefusion_ui.state_manager import Settings
+
+    settings = Settings()
+    engine = LiveEngine.build(settings, ModelRuntime.create(settings), [source])
+    engine.warm_up(engine.pipeline.sources.best_frontal().image)
+    face, empty = videos.moving_face(640, 480, 60), videos.blank(640, 480)
+    found = []
+    for _ in range(rounds):
+        frames = [face(index) for index in range(30)] + [empty(index) for index in range(50)] + [face(55)] * 100
+        start, back = time.perf_counter(), None
+        for index, frame in enumerate(frames):
+            time.sleep(max(0.0, start + index / 25 - time.perf_counter()))
+            swapped = not np.array_equal(engine.process(frame.copy()), frame)
+            if index >= 80 and swapped:
+                back = index - 79
+                break
+        found.append(back)
+    engine.close()
+    print(
+        f"a face back in view, elsewhere, after 2 s without it: swapped again after {found} frames at 25 fps "
+        f"(load average {load()})",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each speed run")
     parser.add_argument("--memory-minutes", type=float, nargs="+", default=[1.0, 10.0])
+    parser.add_argument(
+        "--parts", nargs="+", choices=("speed", "reacquire", "memory"), default=["speed", "reacquire", "memory"]
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ffui-live-"))
     source = work / "astronaut.png"
     cv2.imwrite(str(source), media.astronaut())
     print(f"{os.cpu_count()} CPUs; load average at the start {load()}", flush=True)
-    speed_part(source, work, args.seconds)
-    if args.memory_minutes and args.memory_minutes[0] > 0:
+    if "speed" in args.parts:
+        speed_part(source, work, args.seconds)
+    if "reacquire" in args.parts:
+        reacquire_part(source)
+    if "memory" in args.parts and args.memory_minutes[0] > 0:
         memory_part(source, work, sorted(args.memory_minutes))
 
 
