@@ -191,7 +191,7 @@ def test_the_engine_follows_a_face_by_its_mesh_and_finds_a_lost_one_again(engine
     paced(engine, [empty(index) for index in range(10)])
     assert engine.found == []
     frames_to_find = wait_until_swapped(engine, frames[10], limit=60)
-    assert frames_to_find <= 25, frames_to_find  # within a detection's time on a busy 2-core machine
+    assert frames_to_find <= 50, frames_to_find  # 5-12 measured (a detection's time); 2 s for a busier machine
 
 
 def test_a_face_map_swaps_the_person_of_its_photo_and_a_number_is_one_line(
