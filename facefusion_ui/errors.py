@@ -122,6 +122,13 @@ class DependencyError(FacefusionError):
     """A program or package the tool needs (ffmpeg, onnxruntime...) is missing or broken."""
 
 
+class OptionalDependencyMissing(DependencyError):
+    """An optional package or device a chosen option needs (``--virtual-camera``: pyvirtualcam and a
+    virtual camera): the user chose the option, so it is their fix (exit 2)."""
+
+    exit_code = 2
+
+
 class PluginError(FacefusionError):
     """A processor plugin that cannot be loaded or does not follow the Processor protocol."""
 

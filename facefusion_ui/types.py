@@ -217,6 +217,8 @@ FaceMaskRegion = Literal[
     "lower-lip",
 ]
 FaceMaskArea = Literal["upper-face", "lower-face", "mouth"]
+LiveSize = Literal["480p", "720p"]
+"""Live mode's frame size (``live/commands.py``: 640x480, 1280x720)."""
 FaceOccluderModel = Literal["mediapipe", "xseg_1", "xseg_2", "xseg_3"]
 """The occlusion mask's model: ``mediapipe`` the embedded one (hands, the face's own appearance, selfie
 segmentation), or an XSeg model of the catalog."""

@@ -63,6 +63,7 @@ UNIT_FILES = frozenset(
         "test_frame_enhancer_models.py",
         "test_face_editor.py",
         "test_deep_swapper.py",
+        "test_live_units.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

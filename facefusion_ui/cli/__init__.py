@@ -1,4 +1,4 @@
-"""The command line: ``run.py [ui|process|batch|worker|models|presets|doctor]``.
+"""The command line: ``run.py [ui|process|live|batch|worker|models|presets|doctor]``.
 
 Errors are one line on stderr; exit code 2 for a user mistake, 1 for an internal failure, 130 on
 Ctrl-C. ``--verbose`` adds the traceback. This package is the only place that ends the process.

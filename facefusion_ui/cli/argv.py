@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-COMMANDS = ("ui", "process", "batch", "worker", "models", "presets", "doctor")
+COMMANDS = ("ui", "process", "live", "batch", "worker", "models", "presets", "doctor")
 
 
 def normalise_argv(argv: Sequence[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from facefusion_ui.cli.batch import add_batch_parser
 from facefusion_ui.cli.doctor import VersionAction, add_doctor_parser
+from facefusion_ui.cli.live import add_live_parser
 from facefusion_ui.cli.models import add_models_parser
 from facefusion_ui.cli.options import OneLineParser, backend_parent
 from facefusion_ui.cli.people import add_people_parser
@@ -29,6 +30,7 @@ def build_parser() -> OneLineParser:
     add_ui_parser(commands, processor_options)
     add_process_parser(commands, processor_names, processor_options)
     add_people_parser(commands, processor_names, processor_options)
+    add_live_parser(commands, processor_names, processor_options)
     add_batch_parser(commands, processor_names, backend, processor_options)
     add_worker_parser(commands, backend)
     add_models_parser(commands)

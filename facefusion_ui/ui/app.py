@@ -74,6 +74,7 @@ def build_app(services: Any) -> Any:
     from facefusion_ui.ui import settings, single
     from facefusion_ui.ui.api import build_api, hide_page_events
     from facefusion_ui.ui.batch import build_batch_tab
+    from facefusion_ui.ui.live import build_live_tab
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
@@ -83,6 +84,8 @@ def build_app(services: Any) -> Any:
             single_tab = single.build_single_tab(services)
         with gr.Tab("Batch", id="batch"):
             build_batch_tab(services)
+        with gr.Tab("Live", id="live"):
+            build_live_tab(services)
         with gr.Tab("Settings", id="settings"):
             settings_tab = settings.build_settings_tab(services)
         build_api(services)

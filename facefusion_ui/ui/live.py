@@ -1,0 +1,167 @@
+"""The Live tab: the browser's camera streams to the server through Gradio's own streaming (the webcam
+image's ``stream`` event), each frame is swapped by a ``LiveEngine`` on the page's runtime and comes back
+as a JPEG inside the page (no file per frame); fps and latency measured, Record into a downloadable file.
+See docs/ARCHITECTURE.md (Live mode) for why this transport."""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import cv2
+import gradio as gr
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.live.engine import LiveEngine
+from facefusion_ui.live.pushed import PushedStream
+from facefusion_ui.types import Frame, LiveSize, choices
+from facefusion_ui.ui.common import file_path, problem, reported
+from facefusion_ui.ui.services import UiServices
+
+STREAM_EVERY_S = 0.04
+"""The browser sends a camera frame every 40 ms (25 fps) while the last one is not pending."""
+STREAM_TIME_LIMIT_S = 3600
+"""A stream ends after an hour; press the camera's Record again to go on."""
+JPEG_QUALITY = 85
+STOP_CAMERA_JS = """() => {
+  document.querySelectorAll('#live-camera video').forEach((video) => {
+    if (video.srcObject) { video.srcObject.getTracks().forEach((track) => track.stop()); video.srcObject = null; }
+  });
+}"""
+"""Stop ends the camera's tracks in the browser (its light goes off), not only the stream."""
+
+
+class LiveTab(NamedTuple):
+    message: Any
+    source: Any
+    size: Any
+    mirror: Any
+    start: Any
+    stop: Any
+    camera: Any
+    shown: Any
+    stats: Any
+    record: Any
+    record_stop: Any
+    recording: Any
+    stream: Any
+
+
+def render_live_tab() -> LiveTab:
+    message = gr.Markdown("", elem_id="live-message")
+    with gr.Row():
+        with gr.Column(scale=1):
+            source = gr.Image(label="Source face", type="filepath", sources=["upload"], elem_id="live-source")
+            size = gr.Radio(list(choices(LiveSize)), value="480p", label="Size", elem_id="live-size")
+            mirror = gr.Checkbox(value=True, label="Mirror (as in a mirror)", elem_id="live-mirror")
+            with gr.Row():
+                start = gr.Button("Start", variant="primary", elem_id="live-start")
+                stop = gr.Button("Stop", elem_id="live-stop")
+            with gr.Row():
+                record = gr.Button("Record", elem_id="live-record")
+                record_stop = gr.Button("Stop recording", elem_id="live-record-stop")
+            recording = gr.File(label="Recording", elem_id="live-recording", interactive=False)
+        with gr.Column(scale=2):
+            camera = gr.Image(
+                label="Camera (press Record under it to stream)",
+                sources=["webcam"],
+                streaming=True,
+                type="numpy",
+                webcam_options=gr.WebcamOptions(mirror=False),  # the Mirror box mirrors, once, what is swapped
+                elem_id="live-camera",
+            )
+            shown = gr.HTML("", elem_id="live-shown")
+            stats = gr.Markdown("", elem_id="live-stats")
+    return LiveTab(
+        message, source, size, mirror, start, stop, camera, shown, stats, record, record_stop, recording, gr.State(None)
+    )
+
+
+def jpeg_html(rgb: Frame) -> str:
+    """The frame as an <img> carrying its JPEG inline (one response, nothing written to disk)."""
+    ok, encoded = cv2.imencode(".jpg", rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+    assert ok, "JPEG encoding failed"
+    data = base64.b64encode(encoded.tobytes()).decode("ascii")
+    height, width = rgb.shape[:2]
+    return f'<img id="live-frame" width="{width}" height="{height}" alt="swapped" src="data:image/jpeg;base64,{data}">'
+
+
+class Started(NamedTuple):
+    message: Any
+    stream: Any
+    stats: Any
+
+
+@reported(Started)
+def run_start(services: UiServices, source: Any, size: LiveSize, mirror: bool, running: PushedStream | None) -> Started:
+    """A new engine for the source photo (the page's settings and runtime); the one before is closed."""
+    path = file_path(source)
+    if path is None:
+        raise InputError("choose a source face photo first")
+    if running is not None:
+        running.close()
+    engine = LiveEngine.build(services.settings(), services.runtime, [path])
+    engine.warm_up(engine.pipeline.sources.best_frontal().image)
+    note = "started: allow the camera, then press Record under the camera to stream it"
+    return Started(note, PushedStream(engine, size, mirror), "waiting for the camera's first frame")
+
+
+def run_stop(running: PushedStream | None) -> tuple[str, None, str, Any]:
+    """Close the engine (and a recording, offered for download); the camera is stopped in the browser."""
+    if running is None:
+        return "stopped", None, "", gr.skip()
+    recorded = running.close()
+    readout = running.readout()
+    return "stopped", None, readout, str(recorded) if recorded else gr.skip()
+
+
+def live_frame(frame: Frame | None, running: PushedStream | None) -> tuple[Any, Any]:
+    """One camera frame swapped (shown frame, read-outs); frames before Start are shown as they are."""
+    if frame is None:
+        return gr.skip(), gr.skip()
+    if running is None:
+        return gr.skip(), "press Start (with a source face) to swap"
+    swapped = running.swap(frame)
+    return (gr.skip() if swapped is None else jpeg_html(swapped)), running.readout()
+
+
+def run_record(services: UiServices, running: PushedStream | None) -> str:
+    if running is None:
+        return problem("press Start first: Record saves the swapped frames")
+    folder = services.outputs_dir / "live"
+    folder.mkdir(parents=True, exist_ok=True)
+    running.start_recording(folder / f"live_{time.strftime('%Y%m%d_%H%M%S')}.mp4")
+    return "recording: press Stop recording to get the file"
+
+
+def run_record_stop(running: PushedStream | None) -> tuple[str, Any]:
+    recorded = running.stop_recording() if running is not None else None
+    if recorded is None:
+        return problem("nothing is recording"), gr.skip()
+    return f"recorded {Path(recorded).name}", str(recorded)
+
+
+def listen_live_tab(tab: LiveTab, services: UiServices) -> None:
+    tab.start.click(
+        lambda source, size, mirror, running: run_start(services, source, size, mirror, running),
+        [tab.source, tab.size, tab.mirror, tab.stream],
+        [tab.message, tab.stream, tab.stats],
+    )
+    tab.stop.click(run_stop, [tab.stream], [tab.message, tab.stream, tab.stats, tab.recording], js=STOP_CAMERA_JS)
+    tab.camera.stream(
+        live_frame,
+        [tab.camera, tab.stream],
+        [tab.shown, tab.stats],
+        stream_every=STREAM_EVERY_S,
+        time_limit=STREAM_TIME_LIMIT_S,
+        concurrency_limit=None,
+        show_progress="hidden",
+    )
+    tab.record.click(lambda running: run_record(services, running), [tab.stream], [tab.message])
+    tab.record_stop.click(run_record_stop, [tab.stream], [tab.message, tab.recording])
+
+
+def build_live_tab(services: UiServices) -> None:
+    listen_live_tab(render_live_tab(), services)
