@@ -17,13 +17,19 @@ from facefusion_ui.media_files import check_paths, keeps_alpha, write_image
 from facefusion_ui.memory import peak_rss_mb
 from facefusion_ui.output_lock import OutputLock
 from facefusion_ui.people_job import people_swap
-from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.pipeline import FramePipeline, source_face_needed
 from facefusion_ui.video_job import VideoRun
+
+
+def checked_kind(job: SwapJob, context: RunContext) -> str:
+    """The job's files checked (``media_files.check_paths``); the target's kind."""
+    needed = bool(job.face_map) or source_face_needed(job.settings, context.registry)
+    return check_paths(job.photos(), job.target, job.output, needed)
 
 
 def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     context = context or RunContext()
-    if check_paths(job.photos(), job.target, job.output) != "image":
+    if checked_kind(job, context) != "image":
         raise InputError(f"{job.target} is not an image: use process_video() for videos")
     runtime = context.runtime or ModelRuntime.create(job.settings)
     with OutputLock(job.output):
@@ -49,7 +55,7 @@ def process_image(job: SwapJob, context: RunContext | None = None) -> ProcessRes
 def process_video(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     """Swap faces in a video, chunk by chunk; running it again resumes from the finished chunks."""
     context = context or RunContext()
-    if check_paths(job.photos(), job.target, job.output) != "video":
+    if checked_kind(job, context) != "video":
         raise InputError(f"{job.target} is not a video: use process() for images")
     runtime = context.runtime or ModelRuntime.create(job.settings)
     with OutputLock(job.output), disk_full_named(job.output.parent):  # the work folder's disk is named too
@@ -60,6 +66,6 @@ def process_video(job: SwapJob, context: RunContext | None = None) -> ProcessRes
 def process(job: SwapJob, context: RunContext | None = None) -> ProcessResult:
     """Run one job. ``context.runtime`` keeps models warm across calls; a new one is made when not given."""
     context = context or RunContext()
-    if check_paths(job.photos(), job.target, job.output) == "image":
+    if checked_kind(job, context) == "image":
         return process_image(job, context)
     return process_video(job, context)

@@ -51,9 +51,10 @@ def same_file(first: Path, second: Path) -> bool:
         return False
 
 
-def check_paths(sources: Sequence[Path], target: Path, output: Path) -> str:
-    """Validate the job's files before any work; returns the target's kind."""
-    if not sources:
+def check_paths(sources: Sequence[Path], target: Path, output: Path, source_needed: bool = True) -> str:
+    """Validate the job's files before any work; returns the target's kind. ``source_needed``: whether the
+    job's processors need a source photo (``pipeline.source_face_needed``)."""
+    if not sources and source_needed:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
     for source in sources:
         if media_kind(source) != "image":

@@ -166,7 +166,10 @@ class FramePipeline:
         # sources get their own analyser so the job's counts speak of the target only
         if people is not None:
             return cls(settings, runtime, processors, people.first_source(), FaceAnalyser(runtime), options, people)
-        sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
+        if source_paths or source_face_needed(settings, registry):
+            sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
+        else:
+            sources = NO_SOURCE
         return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
 
     def classified_source(self) -> Face:
@@ -538,6 +541,20 @@ def first_mask_outline(processors: Sequence[Processor]) -> Callable[[Face], list
     """The ``mask_outline`` of the first processor that has one (None: no processor says)."""
     outlining = [processor for processor in processors if isinstance(processor, OutliningProcessor)]
     return outlining[0].mask_outline if outlining else None
+
+
+NO_SOURCE = SourceIdentity((), "no source photo")
+"""The sources of a job whose processors put no source face in (``source_face_needed``)."""
+
+
+def source_face_needed(settings: Settings, registry: ProcessorRegistry | None = None) -> bool:
+    """Whether a job with ``settings`` needs a source photo: a processor puts its face in (the face
+    swapper), or the face selector takes the reference or the filters' class from it."""
+    if settings.face_selector_mode == "reference" and settings.reference_face_from == "source":
+        return True
+    if classifies_source(settings):
+        return True
+    return (registry or ProcessorRegistry.discover()).reads_source_face(settings.processors)
 
 
 def reads_faces(processors: Sequence[Processor]) -> bool:

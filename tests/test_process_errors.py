@@ -118,3 +118,20 @@ def test_success_prints_the_json_summary(cli_here: RunCli, files: dict[str, Path
     assert summary["models_used"] == ["dlib_hog", "dlib_68", "mesh_warp", "mediapipe_face_mesh"]
     assert summary["seconds"] > 0
     assert completed.stderr == "", "mediapipe or TFLite start-up chatter reached the terminal"
+
+
+def test_a_chain_that_puts_no_face_in_needs_no_source_photo(cli_here: RunCli, tmp_path: Path) -> None:
+    """The face debugger (or an enhancer, the background remover) alone: no -s, and the output is made;
+    the face swapper without -s is still the one line."""
+    target = tmp_path / "group.jpg"
+    cv2.imwrite(str(target), media.t1())
+    out = tmp_path / "debugged.jpg"
+    done = cli_here(["process", "-t", str(target), "-o", str(out), "--processors", "face_debugger"])
+    assert done.returncode == 0, done.stderr
+    assert out.exists() and not np.array_equal(media.read(out), media.t1())  # the boxes are drawn
+    missing = cli_here(["process", "-t", str(target), "-o", str(tmp_path / "swapped.jpg")])
+    assert missing.returncode == 2 and "process needs -s SOURCE" in missing.stderr
+    # the face selector taking its reference from the source needs one whatever the processors
+    reference = ["--face-selector-mode", "reference", "--reference-face-from", "source"]
+    again = cli_here(["process", "-t", str(target), "-o", str(out), "--processors", "face_debugger", *reference])
+    assert again.returncode == 2 and "process needs -s SOURCE" in again.stderr

@@ -744,3 +744,14 @@ def test_the_api_queues_with_settings_and_follows_the_job(services: UiServices, 
     for wrong, said in (("{", "settings: not JSON"), ('{"fp16": "never"}', "invalid value 'never' for setting 'fp16'")):
         with pytest.raises(gr.Error, match=said):
             api_submit(services, [str(files["face"])], str(files["grace"]), wrong, 0)
+
+
+def test_a_chain_that_puts_no_face_in_previews_and_starts_without_a_source(
+    services: UiServices, files: dict[str, Path]
+) -> None:
+    asked = request(services, [], files["group"], processors=("face_debugger",))
+    message, (before, after) = single_run.run_preview(services, asked)
+    assert message == "" and not np.array_equal(before, after)  # the boxes drawn, no source photo given
+    started = single_run.run_start(services, None, asked)
+    assert isinstance(started.job_id, int), started.message
+    assert services.job(started.job_id).payload["sources"] == []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from facefusion_ui.cli.options import add_settings_arguments, settings_from_args
-from facefusion_ui.cli.process import add_face_map_argument, face_map_from_args
+from facefusion_ui.cli.process import add_face_map_argument, face_map_from_args, source_needed
 from facefusion_ui.errors import FacefusionError, InputError, JobError, UsageError
 from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.state_manager import Settings, worker_setting_keys
@@ -110,7 +110,7 @@ def run_add(args: argparse.Namespace, settings: Settings) -> int:
     output_dir = Path(args.output_dir)
     prepare_output_dir(output_dir, "--output-dir")
     face_map = face_map_from_args(args)
-    if not args.sources and not face_map:
+    if not args.sources and not face_map and source_needed(settings):
         raise UsageError("batch add needs -s SOURCE or --face-map WHO=SOURCE (see 'run.py batch add --help')")
     runtime = ModelRuntime.create(settings)
     done = Enqueued()
@@ -140,7 +140,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         try:
             job_settings = settings.with_items(**entry.get("settings", {}))
             face_map = [parse_face_map(text) for text in entry.get("face_map", [])]
-            sources = [Path(s) for s in entry["sources"]] if not face_map or "sources" in entry else []
+            sources = [Path(s) for s in entry.get("sources", [])]  # none: the job's processors put no face in
             if sources and face_map:
                 raise UsageError("give either 'sources' or 'face_map', not both")
             payload = make_payload(sources, Path(entry["target"]), Path(entry["output"]), job_settings, face_map)

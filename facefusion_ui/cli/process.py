@@ -19,6 +19,7 @@ from facefusion_ui.processors.options import OptionTable
 if TYPE_CHECKING:
     from facefusion_ui.faces.face_map import FaceMapEntry
     from facefusion_ui.job import ProcessResult, SwapJob
+    from facefusion_ui.state_manager import Settings
 
 
 def run_process(args: argparse.Namespace) -> int:
@@ -27,9 +28,10 @@ def run_process(args: argparse.Namespace) -> int:
     released = stop_on_signals()
     settings = settings_from_args(args)
     face_map = face_map_from_args(args)
-    if not (args.sources or face_map) or not args.target or not args.output:
+    if not args.target or not args.output or not (args.sources or face_map or not source_needed(settings)):
         raise UsageError(
-            "process needs -s SOURCE (or --face-map WHO=SOURCE), -t TARGET and -o OUTPUT (see 'run.py process --help')"
+            "process needs -s SOURCE (or --face-map WHO=SOURCE), -t TARGET and -o OUTPUT "
+            "(see 'run.py process --help'; -s only when a processor puts a source face in: face_swapper)"
         )
     job = SwapJob.of(settings, args.sources or (), args.target, args.output, face_map)
     try:
@@ -42,6 +44,13 @@ def run_process(args: argparse.Namespace) -> int:
         ) from None
     print(json.dumps(result.to_json()) if args.json else summary_line(result.output, result.seconds, result.stats))
     return 0
+
+
+def source_needed(settings: Settings) -> bool:
+    """Whether the job's processors need -s (``pipeline.source_face_needed``)."""
+    from facefusion_ui.pipeline import source_face_needed
+
+    return source_face_needed(settings)
 
 
 def face_map_from_args(args: argparse.Namespace) -> list[FaceMapEntry]:
@@ -142,7 +151,7 @@ def add_process_parser(commands: Any, processor_names: Sequence[str], processor_
         dest="sources",
         action="append",
         metavar="SRC",
-        help="source face image (repeat for several photos of one person)",
+        help="source face image (repeat for several photos of one person); only the face swapper needs one",
     )
     process.add_argument(
         "-t", "--target", "--input-video", dest="target", metavar="TARGET", help="target image or video"

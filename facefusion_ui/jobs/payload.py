@@ -14,6 +14,7 @@ from facefusion_ui.faces.source import load_source
 from facefusion_ui.job import SwapJob
 from facefusion_ui.media_files import check_paths
 from facefusion_ui.people_job import people_swap
+from facefusion_ui.pipeline import source_face_needed
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.probe import probe_header
 
@@ -63,7 +64,7 @@ def validate_job(payload: dict[str, Any], runtime: ModelRuntime) -> None:
     source cache); a face map on an image is checked whole, on a video its photos (its numbers when it
     runs, after the people pass)."""
     job = job_of(payload)
-    kind = check_paths(job.photos(), job.target, job.output)
+    kind = check_paths(job.photos(), job.target, job.output, bool(job.face_map) or source_face_needed(job.settings))
     if kind == "video":
         probe_header(job.target)
     if job.face_map and kind == "image":

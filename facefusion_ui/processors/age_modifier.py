@@ -35,6 +35,7 @@ from facefusion_ui.types import Frame
 class AgeModifier:
     name = "age_modifier"
     summary = "makes the selected faces younger or older"
+    needs_source_face = False
     reads_settings = ("age_modifier_model", "age_modifier_direction")
     needs_68_landmarks = False
 

@@ -97,6 +97,7 @@ def embedded_matte(model: object, frame: Frame) -> Mask:
 class BackgroundRemover:
     name = "background_remover"
     summary = "removes the background: transparent in PNG/WebP images, a colour (green screen) in videos"
+    needs_source_face = False
     reads_settings = ("background_remover_model", "background_remover_color")
     needs_68_landmarks = False
     needs_faces = False

@@ -165,6 +165,15 @@ class FaceReadingProcessor(Protocol):
 
 
 @runtime_checkable
+class SourceReadingProcessor(Protocol):
+    """Optional on a processor's factory (a class attribute): whether it puts the source photos' face in.
+    When no processor of a job says so (an enhancer, the background remover, a colorizer), the job needs
+    no source photo. A processor that does not say: it does."""
+
+    needs_source_face: bool
+
+
+@runtime_checkable
 class MeshDrawingProcessor(Protocol):
     """Optional beside ``Processor``: whether it draws with the faces' 468-point meshes (``Face.mesh``).
     When a processor of the chain says True, a video's selected faces get their meshes smoothed over time

@@ -79,6 +79,7 @@ def matched_colours(crop: Frame, face: Frame) -> Frame:
 class DeepSwapper:
     name = "deep_swapper"
     summary = "puts the person of a DeepFaceLab model (yours, imported) on the selected faces"
+    needs_source_face = False
     reads_settings = ("deep_swapper_model", "deep_swapper_morph")
     needs_68_landmarks = False
 

@@ -38,6 +38,7 @@ def restored_expression(target: np.ndarray, current: np.ndarray, factor: float, 
 class ExpressionRestorer:
     name = "expression_restorer"
     summary = "puts the target's own expression back on the swapped face"
+    needs_source_face = False
     reads_settings = ("expression_restorer_model", "expression_restorer_factor", "expression_restorer_areas")
     needs_68_landmarks = False
 

@@ -120,6 +120,7 @@ def draw(frame: Frame, note: Annotation, context: FrameContext) -> None:
 class FaceDebugger:
     name = "face_debugger"
     summary = "draws the faces found (boxes and points), to check detection"
+    needs_source_face = False
     needs_68_landmarks = True  # it draws them
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:

@@ -35,6 +35,7 @@ def spread(kps: Points) -> Points:
 class FaceEditor:
     name = "face_editor"
     summary = "moves eyebrows, gaze, eyes, lips, mouth and head by sliders"
+    needs_source_face = False
     reads_settings = ("face_editor_model", *(f"face_editor_{control}" for control in FACE_EDITOR_CONTROLS))
     needs_68_landmarks = True
 

@@ -21,6 +21,7 @@ from facefusion_ui.types import Frame
 class FaceEnhancer:
     name = "face_enhancer"
     summary = "restores face detail (sharper eyes, skin) after the swap"
+    needs_source_face = False
     reads_settings = ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight")
     needs_68_landmarks = False
 

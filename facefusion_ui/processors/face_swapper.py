@@ -20,6 +20,7 @@ class SwapperFactory:
     options: Sequence[ProcessorOption] = ()
     """The options every swapper kind takes (``ConfigurableProcessor``): none yet."""
     summary: str = "puts the source person's face onto the target's faces"
+    needs_source_face: bool = True
     reads_settings: Sequence[str] = ("face_swapper_model", "face_swapper_pixel_boost", "keep_source_glasses")
 
     def __call__(self, settings: Settings, runtime: ModelRuntime) -> MeshWarpSwapper | LatentSwapper:

@@ -18,6 +18,7 @@ from facefusion_ui.types import Frame
 class FrameColorizer:
     name = "frame_colorizer"
     summary = "gives black-and-white footage colour"
+    needs_source_face = False
     reads_settings = ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend")
     needs_68_landmarks = False
     needs_faces = False

@@ -92,6 +92,7 @@ def _mix(enhanced: Frame, plain: Frame, weight: float) -> Frame:
 class FrameEnhancer:
     name = "frame_enhancer"
     summary = "upscales the whole frame"
+    needs_source_face = False
     needs_68_landmarks = False
     options = (
         ProcessorOption("model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)),

@@ -74,6 +74,7 @@ def crop_landmarks(face: Face, matrix: Matrix) -> Points | None:
 class LipSyncer:
     name = "lip_syncer"
     summary = "moves the lips to a sound track"
+    needs_source_face = False
     reads_settings = ("source_audio",)
     needs_68_landmarks = True  # the mouth is cut with them
     options = (ProcessorOption("model", str, "wav2lip_gan_96", help="lip sync model", choices=choices(LipSyncerModel)),)

@@ -29,6 +29,7 @@ from facefusion_ui.processors.base import (
     Processor,
     ProcessorFactory,
     SettingsReadingProcessor,
+    SourceReadingProcessor,
 )
 from facefusion_ui.processors.options import OptionValue, ProcessorOption, resolve_options
 
@@ -125,6 +126,14 @@ class ProcessorRegistry:
         except KeyError:
             known = ", ".join(self._entries) or "none installed"
             raise UsageError(f"unknown processor '{name}': available processors are {known}") from None
+
+    def reads_source_face(self, names: Iterable[str]) -> bool:
+        """Whether a processor of ``names`` puts the source photos' face in (``SourceReadingProcessor``)."""
+        for name in names:
+            factory = self.factory(name)
+            if not isinstance(factory, SourceReadingProcessor) or factory.needs_source_face:
+                return True
+        return False
 
     def factory(self, name: str) -> ProcessorFactory:
         """What the processor's entry point names (imported now)."""

@@ -12,6 +12,7 @@ import gradio as gr
 from facefusion_ui.errors import FacefusionError, InputError
 from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.model_service import DownloadStatus
+from facefusion_ui.pipeline import source_face_needed
 from facefusion_ui.ui.common import problem, reported
 from facefusion_ui.ui.downloads import status_line
 from facefusion_ui.ui.processor_options import installed, model_choices
@@ -109,8 +110,9 @@ def run_start_with_models(
         if current is not None and services.job(int(current)).status in ACTIVE:
             yield run_start(services, current, request, face_map)
             return
-        request.files(mapped=bool(face_map))
-        needed = services.downloads.start_missing(job_models(services, request_settings(services, request)))
+        settings = request_settings(services, request)
+        request.files(bool(face_map), source_face_needed(settings, services.registry))
+        needed = services.downloads.start_missing(job_models(services, settings))
         if needed:
             busy = {"job_id": gr.skip(), "start": gr.Button(interactive=False), "timer": gr.skip(), "log": gr.skip()}
             yield Started(f"Downloading {', '.join(needed)} first: the job starts once they are here", **busy)

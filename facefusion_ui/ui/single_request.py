@@ -82,13 +82,14 @@ class Request:
             list(options),
         )
 
-    def files(self, mapped: bool = False) -> tuple[list[Path], Path]:
-        """The source photos and the target; ``mapped``: the People panel gives the sources (none here)."""
+    def files(self, mapped: bool = False, needed: bool = True) -> tuple[list[Path], Path]:
+        """The source photos and the target; ``mapped``: the People panel gives the sources (none here);
+        ``needed``: whether the chosen processors need a source photo (``pipeline.source_face_needed``)."""
         if mapped:
             if self.target is None:
                 raise InputError("add a target first")
             return [], self.target
-        if self.target is None or not self.sources:
+        if self.target is None or (needed and not self.sources):
             raise InputError("add a source photo and a target first")
         return self.sources, self.target
 

@@ -14,7 +14,7 @@ from facefusion_ui.errors import FacefusionError
 from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.faces.selector import FILTER_SETTINGS
 from facefusion_ui.jobs.worker import read_log
-from facefusion_ui.pipeline import FramePipeline
+from facefusion_ui.pipeline import FramePipeline, source_face_needed
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
 from facefusion_ui.ui.controls import control_values
@@ -203,9 +203,11 @@ def run_preview(services: UiServices, request: Request, face_map: Sequence[FaceM
     """Frame N of the target before and after the chosen processors (RGB pair, for gr.ImageSlider); with
     the People panel's map (``face_map``), each mapped person with their own source, said in the message.
     Called on every change (the last request wins): without a target and a source it waits quietly."""
-    if request.target is None or not (request.sources or face_map):
+    if request.target is None:
         return PreviewShown(gr.skip(), gr.skip())
     settings = request_settings(services, request, trim=False)
+    if not (request.sources or face_map) and source_face_needed(settings, services.registry):
+        return PreviewShown(gr.skip(), gr.skip())
     missing = missing_names(services, settings)
     if missing:  # the preview before the choice would no longer match it: cleared (Download is beside the model)
         names = f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'}"
@@ -250,8 +252,8 @@ def run_start(
     panel's choices (then the source photos are not used)."""
     if current is not None and services.job(int(current)).status in ACTIVE:
         return Started(problem(f"job {current} is still running: wait for it or press Cancel"), *(gr.skip(),) * 4)
-    sources, target = request.files(mapped=bool(face_map))
     settings = request_settings(services, request)
+    sources, target = request.files(bool(face_map), source_face_needed(settings, services.registry))
     output = output_path(services, target, request.folder, request.name)
     new_id = services.enqueue(sources, target, output, settings, origin="single", face_map=face_map)
     written = Path(services.job(new_id).payload["output"])
