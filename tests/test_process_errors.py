@@ -128,6 +128,7 @@ def test_a_chain_that_puts_no_face_in_needs_no_source_photo(cli_here: RunCli, tm
     out = tmp_path / "debugged.jpg"
     done = cli_here(["process", "-t", str(target), "-o", str(out), "--processors", "face_debugger"])
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{out}: written in ")  # no "0 of 0 faces swapped"
     assert out.exists() and not np.array_equal(media.read(out), media.t1())  # the boxes are drawn
     missing = cli_here(["process", "-t", str(target), "-o", str(tmp_path / "swapped.jpg")])
     assert missing.returncode == 2 and "process needs -s SOURCE" in missing.stderr

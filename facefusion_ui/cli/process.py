@@ -42,7 +42,9 @@ def run_process(args: argparse.Namespace) -> int:
         raise RunInterrupted(
             "interrupted: finished chunks are kept; run the same command again to resume", 130
         ) from None
-    print(json.dumps(result.to_json()) if args.json else summary_line(result.output, result.seconds, result.stats))
+    swaps = "face_swapper" in job.settings.processors
+    shown = summary_line(result.output, result.seconds, result.stats, swaps)
+    print(json.dumps(result.to_json()) if args.json else shown)
     return 0
 
 
@@ -108,11 +110,13 @@ def run_with_progress_bar(job: SwapJob, released: threading.Event) -> ProcessRes
         return process(job, RunContext(progress=held, wrap_stages=wrap))
 
 
-def summary_line(output: str, seconds: float, stats: dict[str, Any]) -> str:
+def summary_line(output: str, seconds: float, stats: dict[str, Any], swaps: bool = True) -> str:
     """``out.mp4: 500 of 500 faces swapped in 3.1 s (3 of 8 chunks reused from an earlier run)``, and a
-    second line when the embedded swapper left faces alone for their pose."""
+    second line when the embedded swapper left faces alone for their pose; ``swaps``: whether the face
+    swapper ran (else ``out.png: written in 1.1 s``)."""
     swapped, detected = stats.get("faces_swapped", 0), stats.get("faces_detected", 0)
-    line = f"{output}: {swapped} of {detected} faces swapped in {seconds:.1f} s"
+    done = f"{swapped} of {detected} faces swapped" if swaps else "written"
+    line = f"{output}: {done} in {seconds:.1f} s"
     if stats.get("chunks_skipped"):
         line += f" ({stats['chunks_skipped']} of {stats['chunks_total']} chunks reused from an earlier run)"
     turned = stats.get("faces_skipped_pose", 0)
