@@ -437,10 +437,12 @@ class FramePipeline:
 
     def models_used(self) -> list[str]:
         settings = self.settings
-        names: list[str] = [settings.face_detector_model, settings.face_landmarker_model]
-        if self.needs_embeddings:
+        names: list[str] = []
+        if self.reads_faces:
+            names += [settings.face_detector_model, settings.face_landmarker_model]
+        if self.reads_faces and self.needs_embeddings:
             names.append(settings.face_recognizer_model)
-        if filters_in_use(settings):
+        if self.reads_faces and filters_in_use(settings):
             names.append(FACE_CLASSIFIER)
         for processor in self.processors:
             names.extend(processor.required_models())

@@ -87,8 +87,10 @@ def test_a_colour_given_fills_an_image_opaquely(tmp_path: Path, run_cli: RunCli)
     target, output = tmp_path / "astronaut.png", tmp_path / "out.png"
     cv2.imwrite(str(target), media.astronaut())
     args = ["process", "-s", str(media.grace_hopper_path()), "-t", str(target), "-o", str(output)]
-    completed = run_cli([*args, "--processors", "background_remover", "--background-remover-color", "0", "0", "255"])
+    colour = ["--background-remover-color", "0", "0", "255"]
+    completed = run_cli([*args, "--processors", "background_remover", *colour, "--json"])
     assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["models_used"] == ["mediapipe_selfie_segmentation"]  # no face detector
     written = read_back(output)
     assert (written[:, :, 3] == 255).all()
     assert np.abs(written[10:60, 440:500, :3].astype(int) - (255, 0, 0)).mean() < 20  # blue (BGR)

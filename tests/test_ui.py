@@ -202,10 +202,18 @@ def single_flow(page: Any, ui: RunningUi, media_files: dict[str, Path]) -> None:
         "Trim: from 0:00.00 to 0:00.64 (16 frames)", timeout=60_000
     )
     expect(page.locator("#single-frame")).to_be_visible()
+    expect(page.locator("#single-faces img").first).to_be_visible(timeout=60_000)
+    first_faces = page.locator("#single-faces img").first.get_attribute("src")
     typed = page.locator("#single-frame input[type=number]")  # a frame number typed, then Enter
     typed.fill("9")
     typed.press("Enter")
     expect(page.locator("#single-frame-time")).to_contain_text("Frame 9 at 0:00.36", timeout=30_000)
+    page.wait_for_function(  # the faces gallery shows frame 9's faces too, not only the preview
+        "before => { const img = document.querySelector('#single-faces img'); "
+        "return img && img.getAttribute('src') !== before; }",
+        arg=first_faces,
+        timeout=60_000,
+    )
     frames, deadline = videos.decode_all(media_files["clip"]), time.monotonic() + 120
     while preview_frame(page, frames) != 9:  # the typed frame's preview has come (it writes the message area)
         assert time.monotonic() < deadline, "the preview never showed the typed frame 9"

@@ -82,6 +82,7 @@ def build_app(services: Any) -> Any:
         demo.load(lambda: services.notice, None, notice, show_progress="hidden")
         with gr.Tab("Single", id="single"):
             single_tab = single.build_single_tab(services)
+        demo.load(None, None, None, js=single.TYPED_NUMBER_ENDS_JS)
         with gr.Tab("Batch", id="batch"):
             build_batch_tab(services)
         with gr.Tab("Live", id="live"):

@@ -333,6 +333,16 @@ def render_single_tab(services: UiServices) -> SingleTab:
     )
 
 
+TYPED_NUMBER_ENDS_JS = """() => {
+  document.addEventListener('keydown', (event) => {
+    const typed = event.target.closest && event.target.closest('#single-frame, #single-trim-start, #single-trim-end');
+    if (event.key === 'Enter' && typed && event.target.type === 'number') event.target.blur();
+  });
+}"""
+"""Enter in a frame slider's number box ends the typing as leaving the box does: Gradio sends a slider's
+``release`` (which re-reads the frame's faces) on blur, not on Enter. Installed once per page load."""
+
+
 def listen_target_and_frame(
     tab: SingleTab, services: UiServices, keys: Sequence[str], show_preview: dict[str, Any]
 ) -> None:
