@@ -12,6 +12,17 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 REPORT_EVERY_S = 0.25
 
 
+def frames_state(done: int, total: int, processed: int, elapsed_s: float) -> dict[str, Any]:
+    """Frames done of the total, the rate of those processed (skipped ones are not work) and the ETA."""
+    fps = processed / max(elapsed_s, 1e-6)
+    return {
+        "frames_done": done,
+        "frames_total": total,
+        "fps": round(fps, 2),
+        "eta_s": round((total - done) / fps, 1) if fps > 0 else None,
+    }
+
+
 @dataclass
 class FrameProgress:
     frames_total: int
@@ -42,15 +53,9 @@ class FrameProgress:
         self.report()
 
     def snapshot(self) -> dict[str, Any]:
-        elapsed = max(time.perf_counter() - self.started, 1e-6)
         processed = self.frames_done - self.frames_skipped
-        fps = processed / elapsed
-        remaining = self.frames_total - self.frames_done
         return {
-            "frames_done": self.frames_done,
-            "frames_total": self.frames_total,
-            "fps": round(fps, 2),
-            "eta_s": round(remaining / fps, 1) if fps > 0 else None,
+            **frames_state(self.frames_done, self.frames_total, processed, time.perf_counter() - self.started),
             "chunk": self.chunk_index + 1,
             "chunks_total": self.chunks_total,
         }
@@ -85,15 +90,5 @@ class PeoplePassProgress:
         if now - self._last_report < REPORT_EVERY_S and done < total:
             return
         self._last_report = now
-        fps = done / max(now - self.started, 1e-6)
-        self.callback(
-            {
-                "stage": "people",
-                "frames_done": done,
-                "frames_total": total,
-                "fps": round(fps, 2),
-                "eta_s": round((total - done) / fps, 1) if fps > 0 else None,
-                "chunk": 0,
-                "chunks_total": 0,
-            }
-        )
+        state = frames_state(done, total, done, now - self.started)
+        self.callback({"stage": "people", **state, "chunk": 0, "chunks_total": 0})
