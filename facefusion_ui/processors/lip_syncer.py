@@ -31,7 +31,7 @@ from facefusion_ui.faces.alignment import estimate_matrix, paste_back, warp_face
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.masks.stage import MaskStage
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.processors.mask_outlines import box_outline, crop_mask_outline
 from facefusion_ui.processors.mel import MelWindows
 from facefusion_ui.processors.mouth_mask import mouth_mask
@@ -99,12 +99,13 @@ def crop_landmarks(face: Face, matrix: Matrix) -> Points | None:
     return landmarks
 
 
-class LipSyncer:
+class LipSyncer(MaskedProcessor):
     name = "lip_syncer"
     summary = "moves the lips to a sound track"
     needs_source_face = False
     reads_settings = ("source_audio",)
-    needs_68_landmarks = True  # the mouth is cut with them
+    needs_68_landmarks = True  # the mouth is cut with them (wav2lip)
+    counted = ("faces_lip_synced",)
     options = (
         ProcessorOption("model", str, "wav2lip_gan_96", help="lip sync model", choices=choices(LipSyncerModel)),
         ProcessorOption("weight", float, 0.5, help="how far the mouth follows the audio", low=0.0, high=1.0),
@@ -126,11 +127,11 @@ class LipSyncer:
         self._mel: MelWindows | None = None
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.model, *self.masks.required_models())))
+    def own_models(self) -> tuple[str, ...]:
+        return (self.model,)
 
     def pre_check(self) -> list[str]:
-        problems = missing_models(self.runtime, self.required_models())
+        problems = super().pre_check()
         if self.settings.source_audio is None:
             raise InputError(
                 "the lip syncer needs the audio to follow",
@@ -148,18 +149,11 @@ class LipSyncer:
             return self._mel
 
     def release(self) -> None:
-        self.runtime.release_models([self.model])
+        super().release()
         with self._lock:
             if self._audio is not None:
                 self._audio.close()
             self._audio, self._mel = None, None
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_lip_synced": self.faces_lip_synced}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces)
