@@ -287,7 +287,8 @@ def render_run_column() -> dict[str, Any]:
         label="Preview: before | after (drag the line)", type="numpy", interactive=False, elem_id="single-preview"
     )
     message = gr.Markdown(
-        "Add a source photo and a target: the preview follows every change.", elem_id="single-message"
+        "Add a target (and a source photo to swap a face in): the preview follows every change.",
+        elem_id="single-message",
     )
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="single-start")
