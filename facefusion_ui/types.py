@@ -166,7 +166,7 @@ BackgroundRemoverModel = Literal[
 ]
 """The background remover's model: ``mediapipe_selfie_segmentation`` the embedded one (no download), or
 one of FaceFusion's (``background_remover/core.py``, ``create_static_model_set``)."""
-LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96"]
+LipSyncerModel = Literal["wav2lip_gan_96", "wav2lip_96", "edtalk_256"]
 PresetName = Literal["lightweight", "balanced", "strict"]
 TempFrameFormat = Literal["jpg", "png"]
 VideoCopyMode = Literal["auto", "on", "off"]

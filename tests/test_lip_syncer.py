@@ -1,5 +1,5 @@
 """The lip syncer: wav2lip's mel features against an independent reference on a generated tone, the
-mouth pasted back with a stand-in wav2lip model, and a video whose audio becomes the new track."""
+mouth pasted back with stand-in wav2lip and EDTalk models, and a video whose audio becomes the new track."""
 
 from __future__ import annotations
 
@@ -14,18 +14,19 @@ import pytest
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.inference import SessionPool
 from facefusion_ui.models import load_manifest
 from facefusion_ui.processors.base import FrameContext
-from facefusion_ui.processors.lip_syncer import LipSyncer
+from facefusion_ui.processors.lip_syncer import LipSyncer, edtalk_face, edtalk_input
 from facefusion_ui.processors.mel import MelWindows
 from facefusion_ui.processors.source_audio import DecodedAudio
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.probe import probe_video
 from tests.conftest import RunCli
 from tests.support import media, occluders
-from tests.support.onnx_models import build_wav2lip
+from tests.support.onnx_models import build_edtalk, build_wav2lip
 from tests.support.videos import moving_face, write_video
 
 
@@ -193,3 +194,89 @@ def test_the_lower_face_is_pasted_through_the_mask_stage(
         assert syncer.mask_counts()["faces_masked"] == 1
         syncer.release()
     assert kept["occlusion"] >= 0.9 and kept["occlusion"] > kept["box"], kept
+
+
+@pytest.fixture
+def edtalk_models(tmp_path: Path) -> Path:
+    folder = tmp_path / "edtalk_models"
+    folder.mkdir()
+    build_edtalk(folder / "edtalk_256.onnx")
+    return folder
+
+
+def test_edtalk_input_is_rgb_nchw_at_256_and_its_output_comes_back_bgr_at_512() -> None:
+    crop = np.zeros((512, 512, 3), np.uint8)
+    crop[:256, :, 2] = 200  # red (BGR) in the top half
+    crop[256:, :, 0] = 100  # blue in the bottom half
+    blob = edtalk_input(crop)
+    assert blob.shape == (1, 3, 256, 256) and blob.dtype == np.float32
+    assert blob[0, 0, :128].mean() == pytest.approx(200 / 255) and blob[0, 0, 128:].max() == 0
+    assert blob[0, 2, 128:].mean() == pytest.approx(100 / 255) and blob[0, 2, :128].max() == 0
+    output = np.zeros((1, 3, 256, 256), np.float32)
+    output[0, 0, :, :128] = 1.5  # red on the left, beyond 1: clipped
+    output[0, 1, :, 128:] = 0.999  # green on the right: truncated to 254, not rounded
+    face = edtalk_face(output)
+    assert face.shape == (512, 512, 3) and face.dtype == np.uint8
+    assert (face[:, :200, 2] == 255).all() and face[:, :200, :2].max() == 0
+    assert (face[:, 312:, 1] == 254).all() and face[:, 312:, [0, 2]].max() == 0
+
+
+def edtalk_run(models: Path, face_frame: np.ndarray, face: Face, audio: str, weight: float) -> np.ndarray:
+    options = {"lip_syncer": {"model": "edtalk_256", "weight": weight}}
+    settings = Settings(processors=("lip_syncer",), source_audio=audio, processor_options=options)
+    runtime = ModelRuntime(load_manifest(folder=models), models, SessionPool(("cpu",)))
+    syncer = LipSyncer(settings, runtime)
+    assert syncer.pre_check() == [] and syncer.required_models()[0] == "edtalk_256"
+    assert not syncer.needs_68_landmarks
+    result = syncer.process_frame(face_frame, FrameContext(0, 0.5, settings, [face]))
+    assert syncer.counts() == {"faces_lip_synced": 1}
+    syncer.release()
+    return result
+
+
+def test_edtalk_paints_the_mouth_through_the_ffhq_crop_in_the_right_channel(
+    tmp_path: Path, edtalk_models: Path, shared_runtime: ModelRuntime
+) -> None:
+    """The stand-in paints red over the 256 px crop's mouth, scaled by loudness and weight: the frame's
+    mouth turns red (a wrong template, arcface_112's say, paints below it; arcface_128's mouth is where
+    ffhq_512's is; a wrong channel order paints blue); silence or weight 0 paint nothing, and nothing
+    changes away from the face."""
+    write_tone(tmp_path / "tone.wav", 1.0)
+    write_tone(tmp_path / "silence.wav", 1.0, 0.0)
+    frame = media.astronaut()
+    face = FaceAnalyser(shared_runtime).analyse(frame, Settings(), embeddings=False)[0]
+    assert face.landmarks_68 is not None
+    mouth = face.landmarks_68[48:68].mean(axis=0)
+    reddened = {}
+    for audio, weight in (("tone", 1.0), ("tone", 0.5), ("tone", 0.0), ("silence", 1.0)):
+        result = edtalk_run(edtalk_models, frame, face, str(tmp_path / f"{audio}.wav"), weight)
+        gain = result.astype(int) - frame.astype(int)
+        red = (gain[:, :, 2] > 40) & (np.abs(gain[:, :, :2]).max(axis=2) < 25)
+        reddened[(audio, weight)] = int(red.sum())
+        if (audio, weight) == ("tone", 1.0):
+            ys, xs = np.nonzero(red)
+            assert abs(xs.mean() - mouth[0]) < 0.08 * face.width and abs(ys.mean() - mouth[1]) < 0.08 * face.height
+            assert (gain[:, :, 0] > 40).sum() < 0.05 * red.sum()  # blue did not rise
+            assert red.sum() > 100
+        ys, xs = np.mgrid[: frame.shape[0], : frame.shape[1]]
+        far = np.hypot(xs - face.center[0], ys - face.center[1]) > 2 * max(face.width, face.height)
+        assert np.abs(gain[far]).max() == 0  # nothing away from the face
+    assert reddened[("tone", 0.0)] == 0 and reddened[("silence", 1.0)] == 0
+    assert reddened[("tone", 1.0)] >= reddened[("tone", 0.5)] > 0
+
+
+def test_edtalk_from_the_command_line_with_its_weight(tmp_path: Path, run_cli: RunCli, edtalk_models: Path) -> None:
+    write_tone(tmp_path / "tone.wav", 1.0)
+    target = tmp_path / "face.png"
+    cv2.imwrite(str(target), media.astronaut())
+    output = tmp_path / "out.png"
+    command = ["process", "-t", str(target), "-o", str(output), "--json", "--processors", "lip_syncer"]
+    command += ["--source-audio", str(tmp_path / "tone.wav"), "--lip-syncer-model", "edtalk_256"]
+    completed = run_cli([*command, "--lip-syncer-weight", "0.8"], env={"FACEFUSION_UI_MODELS": str(edtalk_models)})
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["faces_lip_synced"] == 1
+    gain = np.asarray(cv2.imread(str(output)), dtype=int) - media.astronaut().astype(int)
+    assert (gain[:, :, 2] > 40).sum() > 100
+    wrong = run_cli([*command, "--lip-syncer-weight", "1.5"], env={"FACEFUSION_UI_MODELS": str(edtalk_models)})
+    assert wrong.returncode != 0 and "Traceback" not in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr

@@ -315,3 +315,44 @@ def test_builtins_come_from_the_packages_own_entry_points(tmp_path: Path) -> Non
     assert {name: origins[name] for name in BUILTIN_PROCESSORS} == dict.fromkeys(BUILTIN_PROCESSORS, "built-in")
     assert origins["invert"] == "plugin from ffui-test-plugin"
     assert registry.names()[:2] == ("face_swapper", "frame_enhancer")  # the package's own first
+
+
+def test_the_built_ins_base_classes(tmp_path: Path) -> None:
+    """``ModelProcessor``: its models checked with their download command, counts read from the attributes
+    it names; ``MaskedProcessor`` adds the mask stage's models and counts, and says it masks."""
+    import threading
+
+    from facefusion_ui.inference import SessionPool
+    from facefusion_ui.masks.stage import MaskingProcessor, MaskStage
+    from facefusion_ui.models import load_manifest
+    from facefusion_ui.processors.base import MaskedProcessor, ModelProcessor
+
+    runtime = ModelRuntime(load_manifest(folder=tmp_path), tmp_path, SessionPool(("cpu",)))
+
+    class Colouring(ModelProcessor):
+        counted = ("frames_done", "faces_done")
+
+        def __init__(self) -> None:
+            self.runtime, self._lock = runtime, threading.Lock()
+            self.frames_done, self.faces_done = 3, 0
+
+        def own_models(self) -> tuple[str, ...]:
+            return ("ddcolor",)
+
+    class Masking(MaskedProcessor):
+        def __init__(self) -> None:
+            self.runtime, self._lock = runtime, threading.Lock()
+            self.masks = MaskStage(
+                Settings(face_mask_types=("box", "occlusion"), face_occluder_model="xseg_2"), runtime
+            )
+
+        def own_models(self) -> tuple[str, ...]:
+            return ("gfpgan_1.4", "xseg_2")
+
+    colouring, masking = Colouring(), Masking()
+    assert colouring.pre_check() == ["model 'ddcolor' is not downloaded: run 'python run.py models download ddcolor'"]
+    assert colouring.counts() == {"frames_done": 3, "faces_done": 0}
+    assert not isinstance(colouring, MaskingProcessor) and isinstance(masking, MaskingProcessor)
+    assert masking.required_models() == ("gfpgan_1.4", "xseg_2")  # each once, its own first
+    assert masking.mask_counts()["faces_masked"] == 0 and masking.counts() == {}
+    colouring.release()  # nothing loaded: nothing to free, no error

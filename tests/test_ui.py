@@ -481,7 +481,6 @@ def download_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], url: s
     page.locator("#single-target input[type=file]").set_input_files(str(media_files["grace"]))
     expect(page.locator("#single-frame")).to_be_hidden(timeout=60_000)
     page.locator("#single-processors").get_by_label("face_enhancer", exact=False).check()
-    page.get_by_text("face_enhancer options").click()
     page.locator("#setting-face_enhancer_model input").click()
     page.get_by_role("option", name=STAND_IN).click()
     button = page.locator("#single-download-face_enhancer_model")

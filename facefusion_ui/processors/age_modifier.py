@@ -27,17 +27,18 @@ from facefusion_ui.processors.age_families import (
     styleganex_direction,
     styleganex_face,
 )
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
 
-class AgeModifier:
+class AgeModifier(MaskedProcessor):
     name = "age_modifier"
     summary = "makes the selected faces younger or older"
     needs_source_face = False
     reads_settings = ("age_modifier_model", "age_modifier_direction")
     needs_68_landmarks = False
+    counted = ("faces_aged",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -49,22 +50,11 @@ class AgeModifier:
         self.faces_aged = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
-        own = (self.model, FACE_CLASSIFIER) if self.contract.family == "fran" else (self.model,)
-        return tuple(dict.fromkeys((*own, *self.masks.required_models())))
+    def own_models(self) -> tuple[str, ...]:
+        return (self.model, FACE_CLASSIFIER) if self.contract.family == "fran" else (self.model,)
 
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models([self.model])
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_aged": self.faces_aged}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
+    def released_models(self) -> tuple[str, ...]:
+        return (self.model,)  # the classifier stays: the face analysis shares it
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and self.direction != 0

@@ -22,7 +22,7 @@ import numpy as np
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.background_families import matte_contract, run_matte
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, ModelProcessor
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Mask
 
@@ -94,13 +94,14 @@ def embedded_matte(model: object, frame: Frame) -> Mask:
     return np.asarray(cv2.resize(matte, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
 
 
-class BackgroundRemover:
+class BackgroundRemover(ModelProcessor):
     name = "background_remover"
     summary = "removes the background: transparent in PNG/WebP images, a colour (green screen) in videos"
     needs_source_face = False
     reads_settings = ("background_remover_model", "background_remover_color")
     needs_68_landmarks = False
     needs_faces = False
+    counted = ("frames_matted",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.runtime = runtime
@@ -112,19 +113,11 @@ class BackgroundRemover:
         if self.model != EMBEDDED_MODEL:
             matte_contract(self.model)
 
-    def required_models(self) -> tuple[str, ...]:
+    def own_models(self) -> tuple[str, ...]:
         return (self.model,)
 
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        if self.model != EMBEDDED_MODEL:
-            self.runtime.release_models([self.model])
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"frames_matted": self.frames_matted}
+    def released_models(self) -> tuple[str, ...]:
+        return () if self.model == EMBEDDED_MODEL else (self.model,)  # the embedded one stays warm
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return True

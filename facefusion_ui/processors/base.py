@@ -10,9 +10,12 @@ from facefusion_ui.processors.options import OptionValue, ProcessorOption
 from facefusion_ui.types import DistanceMetric
 
 if TYPE_CHECKING:  # the command line reads the registry without loading the face analysis
+    import threading
+
     from facefusion_ui.faces.face import Face
     from facefusion_ui.faces.runtime import ModelRuntime
     from facefusion_ui.faces.source import SourceIdentity
+    from facefusion_ui.masks.stage import MaskStage
     from facefusion_ui.state_manager import Settings
     from facefusion_ui.types import Embedding, Frame, Points
 
@@ -213,3 +216,48 @@ def missing_models(runtime: ModelRuntime, names: Sequence[str]) -> list[str]:
         else:
             problems.append(f"model '{name}' is not downloaded: run '{download_command(name)}'")
     return problems
+
+
+class ModelProcessor:
+    """What the built-in processors share (a base class; a plugin need not use it): the models it loads
+    (``own_models``), the pre-check that names those missing with their download command, ``release``
+    of what it loaded, and ``counts`` read under its lock from the attributes ``counted`` names. The
+    processor sets ``runtime`` and ``_lock`` and keeps its counters as attributes."""
+
+    runtime: ModelRuntime
+    _lock: threading.Lock
+    counted: tuple[str, ...] = ()
+
+    def own_models(self) -> tuple[str, ...]:
+        """The catalog names of the models it runs itself."""
+        return ()
+
+    def released_models(self) -> tuple[str, ...]:
+        """The models ``release`` frees (default: ``own_models``)."""
+        return self.own_models()
+
+    def required_models(self) -> tuple[str, ...]:
+        return self.own_models()
+
+    def pre_check(self) -> list[str]:
+        return missing_models(self.runtime, self.required_models())
+
+    def release(self) -> None:
+        self.runtime.release_models(list(self.released_models()))
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {name: int(getattr(self, name)) for name in self.counted}
+
+
+class MaskedProcessor(ModelProcessor):
+    """A ``ModelProcessor`` that pastes faces back through a ``MaskStage`` (``masks``): it needs the
+    stage's models too and reports its counts (``MaskingProcessor``)."""
+
+    masks: MaskStage
+
+    def required_models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.own_models(), *self.masks.required_models())))
+
+    def mask_counts(self) -> dict[str, int]:
+        return self.masks.counts()

@@ -26,7 +26,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warp_templates import WarpTemplate, warp_to_template
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors.age_families import match_frame_color
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Mask
 
@@ -76,12 +76,13 @@ def matched_colours(crop: Frame, face: Frame) -> Frame:
     return np.asarray(cv2.addWeighted(face, 1 - factor, match_frame_color(crop, face), factor, 0), dtype=np.uint8)
 
 
-class DeepSwapper:
+class DeepSwapper(MaskedProcessor):
     name = "deep_swapper"
     summary = "puts the person of a DeepFaceLab model (yours, imported) on the selected faces"
     needs_source_face = False
     reads_settings = ("deep_swapper_model", "deep_swapper_morph")
     needs_68_landmarks = False
+    counted = ("faces_swapped",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.runtime = runtime
@@ -91,8 +92,8 @@ class DeepSwapper:
         self.faces_swapped = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*([self.model] if self.model else []), *self.masks.required_models())))
+    def own_models(self) -> tuple[str, ...]:
+        return (self.model,) if self.model else ()
 
     def pre_check(self) -> list[str]:
         if self.model is None:
@@ -100,18 +101,7 @@ class DeepSwapper:
                 "the deep swapper needs a model: convert your DeepFaceLive .dfm to ONNX, add it with "
                 "'python run.py models import FILE --name NAME' and pass --deep-swapper-model NAME"
             ]
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        if self.model:
-            self.runtime.release_models([self.model])
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_swapped": self.faces_swapped}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
+        return super().pre_check()
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces)

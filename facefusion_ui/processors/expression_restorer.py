@@ -15,7 +15,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warp_templates import warp_to_template
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors import live_portrait as lp
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
 
@@ -35,12 +35,13 @@ def restored_expression(target: np.ndarray, current: np.ndarray, factor: float, 
     return lp.limit_expression(chosen * factor + current * (1 - factor))
 
 
-class ExpressionRestorer:
+class ExpressionRestorer(MaskedProcessor):
     name = "expression_restorer"
     summary = "puts the target's own expression back on the swapped face"
     needs_source_face = False
     reads_settings = ("expression_restorer_model", "expression_restorer_factor", "expression_restorer_areas")
     needs_68_landmarks = False
+    counted = ("faces_restored",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -52,21 +53,8 @@ class ExpressionRestorer:
         self.faces_restored = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.models.values(), *self.masks.required_models())))
-
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models(list(self.models.values()))
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_restored": self.faces_restored}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
+    def own_models(self) -> tuple[str, ...]:
+        return tuple(self.models.values())
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and self.factor > 0

@@ -15,7 +15,7 @@ import numpy as np
 from facefusion_ui.faces.face import Face, embedding_distance
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.tracker import FRONTAL_YAW
-from facefusion_ui.processors.base import FaceReport, FrameContext
+from facefusion_ui.processors.base import FaceReport, FrameContext, ModelProcessor
 from facefusion_ui.processors.mask_outlines import box_outline
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
@@ -117,29 +117,26 @@ def draw(frame: Frame, note: Annotation, context: FrameContext) -> None:
         cv2.putText(frame, line, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thick, cv2.LINE_AA)
 
 
-class FaceDebugger:
+class FaceDebugger(ModelProcessor):
     name = "face_debugger"
     summary = "draws the faces found (boxes and points), to check detection"
     needs_source_face = False
     needs_68_landmarks = True  # it draws them
+    counted = ("faces_annotated",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
         self.faces_annotated = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
+    def own_models(self) -> tuple[str, ...]:
         return ("face_debugger",)
+
+    def released_models(self) -> tuple[str, ...]:
+        return ()  # drawing only: nothing loaded
 
     def pre_check(self) -> list[str]:
         return []
-
-    def release(self) -> None:
-        pass
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_annotated": self.faces_annotated}
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return True  # skipped faces are drawn too: the pipeline asks changes_frame_with, which knows of them

@@ -16,7 +16,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warp_templates import WarpTemplate, warp_to_template
 from facefusion_ui.masks.stage import MaskStage
 from facefusion_ui.processors import live_portrait as lp
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.processors.face_edits import edit_expression, edited_angles, eye_input, lip_input
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import FACE_EDITOR_CONTROLS, Frame, Points
@@ -32,12 +32,13 @@ def spread(kps: Points) -> Points:
     return np.asarray((kps - nose) * SPREAD + nose, dtype=np.float32)
 
 
-class FaceEditor:
+class FaceEditor(MaskedProcessor):
     name = "face_editor"
     summary = "moves eyebrows, gaze, eyes, lips, mouth and head by sliders"
     needs_source_face = False
     reads_settings = ("face_editor_model", *(f"face_editor_{control}" for control in FACE_EDITOR_CONTROLS))
     needs_68_landmarks = True
+    counted = ("faces_edited",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -48,21 +49,8 @@ class FaceEditor:
         self.faces_edited = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.models.values(), *self.masks.required_models())))
-
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models(list(self.models.values()))
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_edited": self.faces_edited}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
+    def own_models(self) -> tuple[str, ...]:
+        return tuple(self.models.values())
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and any(self.values.values())

@@ -12,18 +12,19 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.warp_templates import warp_to_template
 from facefusion_ui.masks.stage import MaskStage
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.processors.enhancer_families import enhance_crop, enhancer_contract
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
 
-class FaceEnhancer:
+class FaceEnhancer(MaskedProcessor):
     name = "face_enhancer"
     summary = "restores face detail (sharper eyes, skin) after the swap"
     needs_source_face = False
     reads_settings = ("face_enhancer_model", "face_enhancer_blend", "face_enhancer_weight")
     needs_68_landmarks = False
+    counted = ("faces_enhanced",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.settings = settings
@@ -33,25 +34,12 @@ class FaceEnhancer:
         self._lock = threading.Lock()
         self.masks = MaskStage(settings, runtime)
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((self.model, *self.masks.required_models())))
-
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models([self.model])
+    def own_models(self) -> tuple[str, ...]:
+        return (self.model,)
 
     def enhance_crop(self, crop: Frame) -> Frame:
         _, session = self.runtime.onnx_session(self.model)
         return enhance_crop(session, enhancer_contract(self.model), crop, self.settings.face_enhancer_weight)
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"faces_enhanced": self.faces_enhanced}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return bool(faces) and self.settings.face_enhancer_blend > 0

@@ -9,19 +9,20 @@ from collections.abc import Sequence
 
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, ModelProcessor
 from facefusion_ui.processors.colorizer_families import colorize, colorizer_family
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 
 
-class FrameColorizer:
+class FrameColorizer(ModelProcessor):
     name = "frame_colorizer"
     summary = "gives black-and-white footage colour"
     needs_source_face = False
     reads_settings = ("frame_colorizer_model", "frame_colorizer_size", "frame_colorizer_blend")
     needs_68_landmarks = False
     needs_faces = False
+    counted = ("frames_colorized",)
 
     def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
         self.runtime = runtime
@@ -32,18 +33,8 @@ class FrameColorizer:
         self.frames_colorized = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
+    def own_models(self) -> tuple[str, ...]:
         return (self.model,)
-
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models([self.model])
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"frames_colorized": self.frames_colorized}
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
         return self.blend > 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.base import FrameContext, missing_models
+from facefusion_ui.processors.base import FrameContext, ModelProcessor
 from facefusion_ui.processors.options import ProcessorOption, resolve_options
 from facefusion_ui.processors.tiles import TileGrid, run_tiled
 from facefusion_ui.state_manager import Settings
@@ -89,11 +89,12 @@ def _mix(enhanced: Frame, plain: Frame, weight: float) -> Frame:
     return np.clip(mixed + 0.5, 0, 255).astype(np.uint8)
 
 
-class FrameEnhancer:
+class FrameEnhancer(ModelProcessor):
     name = "frame_enhancer"
     summary = "upscales the whole frame"
     needs_source_face = False
     needs_68_landmarks = False
+    counted = ("frames_enhanced",)
     options = (
         ProcessorOption("model", str, "real_esrgan_x2", help="upscaler model", choices=choices(FrameEnhancerModel)),
         ProcessorOption("blend", int, 80, help="enhanced frame weight in percent", low=0, high=100),
@@ -114,18 +115,8 @@ class FrameEnhancer:
         self.frames_enhanced = 0
         self._lock = threading.Lock()
 
-    def required_models(self) -> tuple[str, ...]:
+    def own_models(self) -> tuple[str, ...]:
         return (self.model,)
-
-    def pre_check(self) -> list[str]:
-        return missing_models(self.runtime, self.required_models())
-
-    def release(self) -> None:
-        self.runtime.release_models([self.model])
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return {"frames_enhanced": self.frames_enhanced}
 
     @property
     def scale(self) -> int:

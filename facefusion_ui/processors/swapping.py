@@ -13,7 +13,7 @@ from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.masks.stage import MaskStage
-from facefusion_ui.processors.base import FrameContext
+from facefusion_ui.processors.base import FrameContext, MaskedProcessor
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
 
@@ -22,7 +22,7 @@ Prepared = TypeVar("Prepared")
 """What a swapper kind needs of the source person (its ``prepare_source`` makes it)."""
 
 
-class Swapper(ABC, Generic[Prepared]):
+class Swapper(ABC, MaskedProcessor, Generic[Prepared]):
     """A face swapper of one kind, the processor the entry point ``face_swapper`` makes."""
 
     name = "face_swapper"
@@ -59,21 +59,18 @@ class Swapper(ABC, Generic[Prepared]):
     def mask_outline(self, face: Face) -> list[Points]:
         """Where it pastes ``face`` back (``OutliningProcessor``)."""
 
-    def required_models(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.own_models(), *self.masks.required_models())))
+    def released_models(self) -> tuple[str, ...]:
+        return self.required_models()  # the mask stage's too
 
     def release(self) -> None:
         with self._lock:
             self._prepared.clear()
-        self.runtime.release_models(self.required_models())
+        super().release()
 
     def counts(self) -> dict[str, int]:
         with self._lock:
             by_source = {f"faces_swapped@{key}": count for key, count in self.swapped_by_source.items()}
             return {"faces_swapped": self.faces_swapped, **by_source}
-
-    def mask_counts(self) -> dict[str, int]:
-        return self.masks.counts()
 
     def prepare(self, sources: SourceIdentity) -> Prepared:
         """``prepare_source`` once per set of source photos (the last few kept)."""

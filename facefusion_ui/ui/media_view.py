@@ -58,6 +58,9 @@ def frame_of(target: Path, frame_number: int) -> Frame:
 
 
 def rgb(frame: Frame) -> np.ndarray:
+    """RGB for the page; a BGRA frame (a cut-out that keeps its alpha) as RGBA, shown transparent."""
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        return np.ascontiguousarray(frame[:, :, [2, 1, 0, 3]])
     return np.ascontiguousarray(frame[:, :, ::-1])
 
 

@@ -68,6 +68,7 @@ MODEL_NOTES = {
     # lip syncers
     "wav2lip_96": "tighter lip sync (non-commercial)",
     "wav2lip_gan_96": "better-looking mouths (non-commercial)",
+    "edtalk_256": "EDTalk: the whole lower face at 256 px, sharper mouths (Apache-2.0)",
     # detectors, landmarkers, recognizers
     "dlib_hog": "CPU, no download: frontal faces, best recall here",
     "mediapipe_blazeface": "no download: fast",

@@ -90,6 +90,8 @@ class SingleTab:
     """One control per key of ``single_keys``, in that order."""
     option_controls: list[Any]
     """One control per option of ``option_fields``, in that order."""
+    option_panels: dict[str, Any]
+    """Each processor's options (an accordion) by its name: shown, open, while it is ticked."""
     models: ModelPickers
     people: PeoplePanel
     shown: Settings
@@ -217,9 +219,9 @@ def render_option(services: UiServices, processor: str, option: Any, value: Any,
 
 def render_processors(
     services: UiServices, controls: dict[str, Any], pickers: ModelPickers
-) -> tuple[Any, Any, list[Any]]:
-    """The processors, and beside each its settings and declared options (a model with its Download
-    button); the downloads' progress line; then the face mask."""
+) -> tuple[Any, Any, list[Any], dict[str, Any]]:
+    """The processors, and under them the settings and declared options of each ticked one (a model with
+    its Download button); the downloads' progress line; then the face mask."""
     settings = services.settings()
     names = services.registry.names()
     chosen = [name for name in settings.processors if name in names] or ["face_swapper"]
@@ -232,13 +234,16 @@ def render_processors(
     order = gr.Markdown(single_run.run_order(chosen), elem_id="single-run-order")
     table = services.registry.option_table()
     options = []
+    panels = {}
     given = settings.processor_options
     for name in names:
         keys = [key for key in processor_settings(services.registry, name) if key in controls]
         declared = table.get(name, ())
         if not keys and not declared:
             continue
-        with gr.Accordion(f"{name} options", open=name == "face_swapper"):
+        panel = gr.Accordion(f"{name} options", visible=name in chosen, elem_id=f"single-options-{name}")
+        panels[name] = panel
+        with panel:
             for key in keys:
                 controls[key] = render_model_setting(services, key, getattr(settings, key), pickers)
             options += [
@@ -248,7 +253,7 @@ def render_processors(
     pickers.line = gr.Markdown("", elem_id="single-downloads")
     pickers.timer = gr.Timer(1.0, active=True)  # the first tick labels the models with the sizes found since
     render_group("Face mask (how changed faces blend in)", MASK_SETTINGS, settings, controls)
-    return processors, order, options
+    return processors, order, options, panels
 
 
 def render_group(title: str, keys: tuple[str, ...], settings: Any, controls: dict[str, Any]) -> None:
@@ -282,7 +287,8 @@ def render_run_column() -> dict[str, Any]:
         label="Preview: before | after (drag the line)", type="numpy", interactive=False, elem_id="single-preview"
     )
     message = gr.Markdown(
-        "Add a source photo and a target: the preview follows every change.", elem_id="single-message"
+        "Add a target (and a source photo to swap a face in): the preview follows every change.",
+        elem_id="single-message",
     )
     with gr.Row():
         start = gr.Button("Start", variant="primary", elem_id="single-start")
@@ -310,7 +316,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
             media = render_sources_and_target()
             people = render_people_panel()
             position = render_faces(services, controls)
-            processors, order, options = render_processors(services, controls, pickers)
+            processors, order, options, panels = render_processors(services, controls, pickers)
             folder, name = render_output(services, controls)
         with gr.Column(elem_id="single-run-column"):
             run = render_run_column()
@@ -327,6 +333,7 @@ def render_single_tab(services: UiServices) -> SingleTab:
         asked_at=gr.Number(None, visible=False, elem_id="single-asked-at"),
         setting_controls=[controls[key] for key in single_keys(services.registry)],
         option_controls=options,
+        option_panels=panels,
         models=pickers,
         people=people,
         shown=services.settings(),
@@ -400,6 +407,8 @@ def listen_single_tab(tab: SingleTab, services: UiServices) -> None:
         bound.release(single_run.trim_times, [tab.target, tab.trim_start, tab.trim_end], tab.trim_times)
     tab.faces.select(single_run.pick, None, tab.position)
     tab.processors.change(single_run.run_order, tab.processors, tab.run_order, show_progress="hidden")
+    panels = functools.partial(single_run.option_panels_shown, tuple(tab.option_panels))
+    tab.processors.change(panels, tab.processors, list(tab.option_panels.values()), show_progress="hidden")
     for control in (tab.position, tab.processors, *tab.setting_controls, *tab.option_controls):
         event = control.input if isinstance(control, gr.Slider) else control.change
         event(**show_preview, **PREVIEW_EVENT)

@@ -14,6 +14,7 @@ from facefusion_ui.errors import FacefusionError
 from facefusion_ui.faces.face_map import FaceMapEntry
 from facefusion_ui.faces.selector import FILTER_SETTINGS
 from facefusion_ui.jobs.worker import read_log
+from facefusion_ui.media_files import keeps_alpha, media_kind
 from facefusion_ui.pipeline import FramePipeline, source_face_needed
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.ui.common import file_path, file_paths, job_text, problem, progress_line, reported
@@ -194,6 +195,12 @@ def run_order(processors: Any) -> str:
     return "Runs: " + " → ".join(f"{number}. {name}" for number, name in enumerate(chosen, 1)) if chosen else ""
 
 
+def option_panels_shown(names: Sequence[str], processors: Any) -> list[Any]:
+    """Each of ``names``' options panel shown while that processor is ticked, hidden otherwise."""
+    chosen = set(processors or [])
+    return [gr.update(visible=name in chosen) for name in names]
+
+
 def pick(event: gr.SelectData) -> int:
     return int(event.index)
 
@@ -217,7 +224,8 @@ def run_preview(services: UiServices, request: Request, face_map: Sequence[FaceM
     pipeline = FramePipeline.build(settings, services.runtime, request.sources, services.registry, people)
     pipeline.set_reference_from(image)
     line = map_line(people) if people is not None else ""
-    return PreviewShown(line, (rgb(image), rgb(pipeline.process(image, request.frame))))
+    keep_alpha = media_kind(request.target) != "video" and keeps_alpha(request.target)  # as the output will
+    return PreviewShown(line, (rgb(image), rgb(pipeline.process(image, request.frame, keep_alpha=keep_alpha))))
 
 
 def gated_preview(

@@ -329,6 +329,46 @@ def build_wav2lip(path: Path) -> Path:
     return _save(graph, path)
 
 
+EDTALK_MOUTH = (slice(176, 196), slice(108, 148))
+"""Where the edtalk stand-in paints: the mouth of an ffhq_512 crop at 256 px (its corners at y 185.6)."""
+
+
+def build_edtalk(path: Path) -> Path:
+    """EDTalk-like: ``source`` 1x1x80x16, ``target`` 1x3x256x256 (RGB in [0, 1]), ``weight`` (1,) ->
+    ``output`` 1x3x256x256 = clip(target + weight * (max(source) + 4) / 8 on the red channel over
+    ``EDTALK_MOUTH``, 0, 1): silence paints nothing, a wrong template paints off the mouth, a wrong channel
+    order paints blue."""
+    mark = np.zeros((1, 3, 256, 256), np.float32)
+    rows, columns = EDTALK_MOUTH
+    mark[0, 0, rows, columns] = 1.0
+    graph = helper.make_graph(
+        [
+            helper.make_node("ReduceMax", ["source"], ["level"], axes=[1, 2, 3], keepdims=0),
+            helper.make_node("Add", ["level", "four"], ["shifted"]),
+            helper.make_node("Div", ["shifted", "eight"], ["loudness"]),
+            helper.make_node("Mul", ["loudness", "weight"], ["amount"]),
+            helper.make_node("Mul", ["mark", "amount"], ["paint"]),
+            helper.make_node("Add", ["target", "paint"], ["raw"]),
+            helper.make_node("Clip", ["raw", "low", "high"], ["output"]),
+        ],
+        "edtalk_like",
+        [
+            helper.make_tensor_value_info("source", TensorProto.FLOAT, [1, 1, 80, 16]),
+            helper.make_tensor_value_info("target", TensorProto.FLOAT, [1, 3, 256, 256]),
+            helper.make_tensor_value_info("weight", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 3, 256, 256])],
+        initializer=[
+            _const("mark", mark),
+            _const("four", np.array(4.0, np.float32)),
+            _const("eight", np.array(8.0, np.float32)),
+            _const("low", np.array(0.0, np.float32)),
+            _const("high", np.array(1.0, np.float32)),
+        ],
+    )
+    return _save(graph, path)
+
+
 def build_xseg(path: Path) -> Path:
     """XSeg-like occluder: ``input`` 1x256x256x3 (NHWC, BGR in [0, 1]) -> ``output`` 1x256x256x1 = the mean
     of each pixel's three channels (bright reads as face, dark as what covers it)."""
