@@ -1,0 +1,100 @@
+"""The Live tab's camera-to-screen measure, in the page itself (a script in the page's head).
+
+The webcam image of Gradio grabs a camera frame off its <video> onto a canvas and encodes it with
+``canvas.toDataURL("image/jpeg")``; from the second frame on, the frame goes to the server in a POST to
+``…/stream/<event id>``. The script stamps the browser's clock (``performance.now()``) as the grab is
+encoded, and writes that stamp into the stream's second input (``#live-sent``, a hidden number) as the POST
+for that very frame leaves (the frame's data URL is compared, so a stamp never goes with another frame).
+The server puts the stamp back on the swapped frame's <img> (``data-sent``); when that <img> appears the
+script waits for it to be decoded (``img.decode()``) and for the next paint (``requestAnimationFrame``),
+and keeps ``painted - sent`` for the last ``WINDOW`` frames and the paint times of the last 2 s. The
+read-out (``#live-screen-stats``) shows their median, 95th percentile and the frames per second painted.
+Not covered: the camera's own delay before its frame reaches the <video> (at most one camera frame
+interval plus the device's pipeline), which a page cannot see. Bounded structures only."""
+
+from __future__ import annotations
+
+MEASURE_WINDOW = 200
+"""Camera-to-screen latencies kept for the read-out's percentiles (the last this many frames)."""
+
+SCREEN_STATS_ID = "live-screen-stats"
+SCREEN_STATS_WAITING = "camera to screen: waiting for swapped frames"
+
+LIVE_MEASURE_HEAD = """<script>
+(() => {
+  const WINDOW = __WINDOW__, RATE_MS = 2000, READOUT_ID = "__READOUT_ID__";
+  const state = { camera: null, video: null, grabbed: null, from: "" };
+  Object.assign(state, { latencies: [], painted: [], frames: 0, lastSent: 0 });
+  const follow = (video) => {
+    // the capture time of each camera frame the <video> presents (Chrome gives it for a camera's frames)
+    if (!video || video === state.video || !video.requestVideoFrameCallback) return;
+    state.video = video;
+    const presented = (now, frame) => {
+      state.camera = Number.isFinite(frame.captureTime) ? frame.captureTime : null;
+      if (state.video === video) video.requestVideoFrameCallback(presented);
+    };
+    video.requestVideoFrameCallback(presented);
+  };
+  const encode = HTMLCanvasElement.prototype.toDataURL;
+  HTMLCanvasElement.prototype.toDataURL = function (type, ...rest) {
+    const at = performance.now();
+    const url = encode.call(this, type, ...rest);
+    // the frame's capture by the camera when known (and plausible), else this grab
+    const captured = state.camera !== null && state.camera <= at && at - state.camera < 1000 ? state.camera : null;
+    if (type === "image/jpeg") {
+      state.grabbed = { url, at: captured === null ? at : captured };
+      state.from = captured === null ? "the grab off the video" : "the camera's capture";
+    }
+    return url;
+  };
+  const send = window.fetch;
+  window.fetch = function (resource, options) {
+    const address = typeof resource === "string" ? resource : String(resource && resource.url);
+    if (/\\/stream\\/[^/]+$/.test(address) && options && typeof options.body === "string" && state.grabbed) {
+      try {
+        const body = JSON.parse(options.body);
+        const frame = Array.isArray(body.data) ? body.data[0] : null;
+        if (frame && frame.url === state.grabbed.url && body.data.length > 1) {
+          body.data[1] = state.grabbed.at;
+          options = { ...options, body: JSON.stringify(body) };
+        }
+      } catch (error) { /* not a live frame: sent as it is */ }
+    }
+    return send.call(this, resource, options);
+  };
+  const percentile = (sorted, fraction) => sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)];
+  const show = () => {
+    const readout = document.getElementById(READOUT_ID);
+    if (!readout || state.latencies.length === 0) return;
+    const sorted = [...state.latencies].sort((a, b) => a - b);
+    const span = state.painted.length > 1 ? state.painted[state.painted.length - 1] - state.painted[0] : 0;
+    const fps = span > 0 ? (state.painted.length - 1) * 1000 / span : 0;
+    readout.textContent = `camera to screen median ${percentile(sorted, 0.5).toFixed(0)} ms, ` +
+      `p95 ${percentile(sorted, 0.95).toFixed(0)} ms · ${fps.toFixed(1)} fps on screen · ` +
+      `${state.frames} frames measured (last ${sorted.length}, from ${state.from})`;
+  };
+  const painted = (sent) => {
+    const now = performance.now();
+    state.latencies.push(now - sent);
+    if (state.latencies.length > WINDOW) state.latencies.shift();
+    state.painted.push(now);
+    while (state.painted.length > 0 && state.painted[0] < now - RATE_MS) state.painted.shift();
+    state.frames += 1;
+    show();
+  };
+  const look = () => {
+    follow(document.querySelector("#live-camera video"));
+    // Gradio's HTML updates the <img> in place (its src and data-sent change): a frame is a new data-sent
+    const image = document.getElementById("live-frame");
+    const sent = image ? Number(image.dataset.sent) : 0;
+    if (!(sent > 0) || sent === state.lastSent) return;
+    state.lastSent = sent;
+    // decoded, then handed to the next paint; refused when the src changed again first: never on screen
+    image.decode().then(() => requestAnimationFrame(() => setTimeout(() => painted(sent), 0)), () => {});
+  };
+  const changes = { childList: true, subtree: true, attributeFilter: ["data-sent"] };
+  const watch = () => new MutationObserver(look).observe(document.body, changes);
+  if (document.body) watch(); else document.addEventListener("DOMContentLoaded", watch);
+})();
+</script>""".replace("__WINDOW__", str(MEASURE_WINDOW)).replace("__READOUT_ID__", SCREEN_STATS_ID)
+"""The script (see the module's docstring); ``ui.app`` puts it in the page's head."""
