@@ -6,7 +6,11 @@ Prints, after ``--warm`` seconds of streaming and again after ``--seconds`` more
 camera-to-screen latency (median and 95th percentile over its last frames, from the browser grabbing a
 camera frame to the swapped frame decoded and painted) and frames per second on screen (goal: median at
 most 250 ms, at least 15 fps), the server's read-out (frame received to swapped) beside it, and the
-machine's load average: the browser, the page's server and the swap share the CPUs.
+machine's load average: the browser, the page's server and the swap share the CPUs. Also the CPU time per
+frame on screen of the browser (all of Chromium's processes) and of the page's server (this process: the
+swap, Gradio, the JPEGs), which other work on the machine changes far less than the wall-clock figures:
+with one frame in flight end to end, their sum is about the least time a frame can take on one core. And
+the browser's CPU a second while it only shows the camera's preview, before streaming.
 
 Run: ``.venv/bin/python benchmarks/live_browser.py [--seconds 20] [--size 480p] [--mirror]``.
 """
@@ -30,6 +34,7 @@ from facefusion_ui.process_environment import configure_process
 configure_process()
 
 import cv2
+import psutil
 
 from facefusion_ui.ui.app import start_ui
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
@@ -63,7 +68,7 @@ def free_port() -> int:
         return port
 
 
-def start_streaming(page: Any, photo: Path, size: str, mirror: bool) -> None:
+def open_camera(page: Any, photo: Path, size: str, mirror: bool) -> None:
     page.get_by_role("tab", name="Live").click()
     page.wait_for_selector("#live-start", timeout=60_000)
     page.locator("#live-source input[type=file]").set_input_files(str(photo))
@@ -76,6 +81,10 @@ def start_streaming(page: Any, photo: Path, size: str, mirror: bool) -> None:
         "() => (document.querySelector('#live-message') || {}).innerText?.includes('started')", timeout=300_000
     )
     page.locator("#live-camera").get_by_text("Click to Access Webcam").click()
+    page.locator("#live-camera button", has_text="Record").wait_for(timeout=60_000)
+
+
+def stream(page: Any) -> None:
     page.locator("#live-camera button", has_text="Record").click()
     page.wait_for_function("() => /fps on screen/.test(document.querySelector('#live-screen-stats').innerText)")
 
@@ -86,16 +95,42 @@ def readouts(page: Any) -> tuple[str, str]:
     return screen, server
 
 
-def report(label: str, screen: str, server: str) -> None:
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used so far by the browser (this process's children: Playwright's driver and Chromium)
+    and by this process (the page's server)."""
+    own = psutil.Process()
+    browser = 0.0
+    for child in own.children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        browser += times.user + times.system
+    times = own.cpu_times()
+    return browser, times.user + times.system
+
+
+def cpu_line(before: tuple[float, float], after: tuple[float, float], frames: int, seconds: float) -> str:
+    browser, server = (end - start for end, start in zip(after, before, strict=True))
+    return (
+        f"CPU over the last {seconds:g} s ({frames} frames on screen): browser {1000 * browser / seconds:.0f} ms "
+        f"a second, {1000 * browser / max(frames, 1):.0f} ms a frame; page's server (swap included) "
+        f"{1000 * server / seconds:.0f} ms a second, {1000 * server / max(frames, 1):.0f} ms a frame"
+    )
+
+
+def report(label: str, screen: str, server: str) -> int:
+    """Print the read-outs; the frames measured so far."""
     found = READOUT.search(screen)
     if found is None:
         raise SystemExit(f"the page's read-out is not there: {screen!r}")
     median, p95, fps, frames = found.groups()
     print(
         f"{label}: camera to screen median {median} ms, p95 {p95} ms, {fps} fps on screen, {frames} frames measured "
-        f"(goal: median <= 250 ms, >= 15 fps) | server: {server} | load average {load()}",
+        f"(goal: median <= 250 ms, >= 15 fps) | {screen} | server: {server} | load average {load()}",
         flush=True,
     )
+    return int(frames)
 
 
 def main() -> None:
@@ -119,11 +154,18 @@ def main() -> None:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=arguments)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(running.url)
-            start_streaming(page, photo, args.size, args.mirror)
+            open_camera(page, photo, args.size, args.mirror)
+            idle = cpu_seconds()
             time.sleep(args.warm)
-            report(f"after {args.warm:g} s", *readouts(page))
+            browser_idle = cpu_seconds()[0] - idle[0]
+            print(f"the camera's preview alone: browser {1000 * browser_idle / args.warm:.0f} ms of CPU a second")
+            stream(page)
+            time.sleep(args.warm)
+            before, cpu_before = report(f"after {args.warm:g} s", *readouts(page)), cpu_seconds()
             time.sleep(args.seconds)
-            report(f"after {args.warm + args.seconds:g} s ({args.size}, camera 640x480 at 25 fps)", *readouts(page))
+            label = f"after {args.warm + args.seconds:g} s ({args.size}, camera 640x480 at 25 fps)"
+            shown, cpu_after = report(label, *readouts(page)) - before, cpu_seconds()
+            print(cpu_line(cpu_before, cpu_after, shown, args.seconds), flush=True)
             page.locator("#live-stop").click()
             browser.close()
     finally:

@@ -24,8 +24,9 @@ from facefusion_ui.ui.live_measure import SCREEN_STATS_ID, SCREEN_STATS_WAITING
 from facefusion_ui.ui.services import UiServices
 
 STREAM_EVERY_S = 0.01
-"""How often the browser looks whether it may send the next camera frame: it sends one when the frame
-before has come back (one frame in flight), so this is the most a frame waits once the last is shown."""
+"""How often Gradio's webcam grabs a camera frame and posts it, whatever the server's progress; the page's
+script (``live_measure``) lets it grab only when the frame before is back (one frame in flight), so this
+is the most a frame waits once the last is back."""
 STREAM_TIME_LIMIT_S = 3600
 """A stream ends after an hour; press the camera's Record again to go on."""
 JPEG_QUALITY = 80
