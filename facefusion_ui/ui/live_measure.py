@@ -13,7 +13,13 @@ picture to be decoded (``img.decode()``) and for the paint after the next animat
 (``requestAnimationFrame``, then a task), and keeps ``painted - captured`` for the last ``MEASURE_WINDOW``
 frames and the paint times of the last 2 s. The read-out (``#live-screen-stats``) shows their median,
 95th percentile and the frames per second painted, and where its times start. Not covered: the device's
-own delay before it stamps a frame. Bounded structures only."""
+own delay before it stamps a frame.
+
+The same script holds one frame in flight end to end: Gradio's webcam grabs and posts a frame every
+``stream_every`` whatever the server's progress, so while a frame is out (until its swapped frame is
+back, ``HOLD_MS`` at most) the webcam's <video> reports no width, which makes the grab skip, and a post of
+a frame already out is answered in the page. See docs/ARCHITECTURE.md (Live mode). Bounded structures
+only."""
 
 from __future__ import annotations
 
