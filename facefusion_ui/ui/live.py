@@ -132,7 +132,7 @@ def run_start(services: UiServices, source: Any, size: LiveSize, mirror: bool, r
     engine = LiveEngine.build(services.settings(), services.runtime, [path])
     engine.warm_up(engine.pipeline.sources.best_frontal().image)
     note = "started: allow the camera, then press Record under the camera to stream it"
-    return Started(note, PushedStream(engine, size, mirror), "waiting for the camera's first frame")
+    return Started(note, PushedStream(engine, size, mirror), "")  # the read-outs come with the frames
 
 
 def run_stop(running: PushedStream | None) -> tuple[str, None, str, Any]:
