@@ -3,6 +3,7 @@ and the command line's checks that come before any model loads (the virtual came
 
 from __future__ import annotations
 
+import base64
 import sys
 import threading
 from pathlib import Path
@@ -163,3 +164,28 @@ def test_a_pushed_frame_is_fitted_to_the_live_size_keeping_its_aspect() -> None:
     assert fitted[:60].max() == 0 and fitted[420:].max() == 0 and fitted[60:420].min() == 200
     same = np.zeros((480, 640, 3), np.uint8)
     assert fit_frame(same, 640, 480) is same
+
+
+def test_a_shown_frame_carries_its_jpeg_the_browsers_stamp_and_the_read_out() -> None:
+    from facefusion_ui.ui.live import jpeg_html, live_frame
+
+    rgb = np.zeros((48, 64, 3), dtype=np.uint8)
+    rgb[:, :32] = (255, 0, 0)
+    shown = jpeg_html(rgb, 1234.5, "3.0 fps <fast>")
+    assert 'id="live-frame" width="64" height="48"' in shown and 'data-sent="1234.500"' in shown
+    assert '<p id="live-server-stats">3.0 fps &lt;fast&gt;</p>' in shown
+    encoded = shown.split("base64,", 1)[1].split('"', 1)[0]
+    decoded = cv2.imdecode(np.frombuffer(base64.b64decode(encoded), np.uint8), cv2.IMREAD_COLOR)
+    assert decoded is not None and decoded.shape == (48, 64, 3)
+    assert decoded[24, 8, 2] > 200 and decoded[24, 56, 2] < 40  # red stays left
+    assert "data-sent" not in jpeg_html(rgb, None, "")  # no stamp (the stream's first frame): none put back
+    assert "press Start" in live_frame(rgb, 1.0, None)
+
+
+def test_the_pages_measure_script_is_filled_in_and_keeps_bounded_windows() -> None:
+    from facefusion_ui.ui.live_measure import HOLD_MS, LIVE_MEASURE_HEAD, MEASURE_WINDOW, SCREEN_STATS_ID
+
+    assert "__" not in LIVE_MEASURE_HEAD  # every placeholder filled in
+    assert f"WINDOW = {MEASURE_WINDOW}," in LIVE_MEASURE_HEAD and f'"{SCREEN_STATS_ID}"' in LIVE_MEASURE_HEAD
+    assert f"HOLD_MS = {HOLD_MS}" in LIVE_MEASURE_HEAD
+    assert "state.latencies.length > WINDOW" in LIVE_MEASURE_HEAD and "state.started.size > GRABS" in LIVE_MEASURE_HEAD

@@ -1,6 +1,7 @@
 """The Live tab in a real headless Chromium with a fake camera playing a clip made at test time (a
 packaged face photo moving over a background): swapped frames come back (the face changed, the
-background not), the fps and latency read-outs move, Record gives a playable file, Stop frees the camera."""
+background not), the server's fps and latency read-out and the page's own camera-to-screen read-out
+(``ui.live_measure``) appear and move, Record gives a playable file, Stop frees the camera."""
 
 from __future__ import annotations
 
@@ -72,16 +73,26 @@ def shown_frame(page: Any) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-def frames_counted(page: Any) -> int:
-    found = re.search(r"(\d+) frames", page.locator("#live-stats").inner_text())
+SERVER_STATS = "#live-server-stats"
+"""The server's read-out, under the shown frame (frame received to swapped)."""
+SCREEN_STATS = "#live-screen-stats"
+"""The page's own read-out: camera to screen, and frames per second on screen."""
+SCREEN_READOUT = r"camera to screen median (\d+) ms, p95 (\d+) ms · ([\d.]+) fps on screen · (\d+) frames measured"
+
+
+def counted(page: Any, selector: str) -> int:
+    """The frames a read-out has counted so far (0 while it is not there)."""
+    element = page.locator(selector)
+    found = re.search(r"(\d+) frames", element.inner_text()) if element.count() else None
     return int(found.group(1)) if found else 0
 
 
-def wait_for_frames(page: Any, count: int, timeout_ms: int = 180_000) -> None:
+def wait_for_frames(page: Any, count: int, selector: str = SERVER_STATS, timeout_ms: int = 180_000) -> None:
     page.wait_for_function(
-        "n => { const m = (document.querySelector('#live-stats').innerText.match(/(\\d+) frames/) || []); "
+        "([selector, n]) => { const element = document.querySelector(selector); "
+        "const m = ((element && element.innerText) || '').match(/(\\d+) frames/) || []; "
         "return m.length > 1 && Number(m[1]) >= n; }",
-        arg=count,
+        arg=[selector, count],
         timeout=timeout_ms,
     )
 
@@ -118,12 +129,17 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     page.locator("#live-camera").get_by_text("Click to Access Webcam").click()
     page.locator("#live-camera button", has_text="Record").click()
     wait_for_frames(page, 10)
-    first_readout = page.locator("#live-stats").inner_text()
-    wait_for_frames(page, frames_counted(page) + 15)
-    assert page.locator("#live-stats").inner_text() != first_readout  # the read-outs move
-    readout = page.locator("#live-stats").inner_text()
+    wait_for_frames(page, 10, SCREEN_STATS)  # the page measures the frames it shows
+    first_readouts = page.locator(SERVER_STATS).inner_text(), page.locator(SCREEN_STATS).inner_text()
+    wait_for_frames(page, counted(page, SERVER_STATS) + 15)
+    wait_for_frames(page, counted(page, SCREEN_STATS) + 15, SCREEN_STATS)
+    readout, screen = page.locator(SERVER_STATS).inner_text(), page.locator(SCREEN_STATS).inner_text()
+    assert readout != first_readouts[0] and screen != first_readouts[1]  # the read-outs move
     fps, median = re.search(r"([\d.]+) fps · latency median (\d+) ms", readout).groups()  # type: ignore[union-attr]
     assert float(fps) > 0 and int(median) > 0
+    screen_median, screen_p95, screen_fps, _ = re.search(SCREEN_READOUT, screen).groups()  # type: ignore[union-attr]
+    # camera to screen holds the server's part and more: grab, encode, both ways, decode, paint
+    assert 0 < int(screen_median) <= int(screen_p95) and float(screen_fps) > 0
     inputs = decoded(camera_file)
     shown = shown_frame(page)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -134,7 +150,7 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     page.screenshot(path=str(ARTIFACTS / "ui-live.png"))
     page.locator("#live-record").click()
     expect(page.locator("#live-message")).to_contain_text("recording", timeout=30_000)
-    wait_for_frames(page, frames_counted(page) + 15)
+    wait_for_frames(page, counted(page, SERVER_STATS) + 15)
     page.locator("#live-record-stop").click()
     expect(page.locator("#live-message")).to_contain_text("recorded live_", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "ui-live-recorded.png"), full_page=True)
@@ -148,7 +164,7 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
         "v.srcObject.getTracks().filter(t => t.readyState === 'live') : []).length"
     )
     assert live_tracks == 0
-    print(f"browser live read-out: {readout}")
+    print(f"browser live read-outs: {screen} | server: {readout}")
 
 
 def decoded_any(path: Path) -> list[np.ndarray]:

@@ -135,6 +135,7 @@ def start_ui(
     import gradio as gr
     from starlette.middleware import Middleware
 
+    from facefusion_ui.ui.live_measure import LIVE_MEASURE_HEAD
     from facefusion_ui.ui.services import UiServices
 
     throttle = Middleware(LoginThrottle, limiter=LoginLimiter() if login_limiter is None else login_limiter)
@@ -154,6 +155,7 @@ def start_ui(
             quiet=True,
             theme=gr.themes.Soft(),
             css=PAGE_CSS,
+            head=LIVE_MEASURE_HEAD,
             footer_links=[],
             app_kwargs={"middleware": [throttle]} if credentials else None,
         )

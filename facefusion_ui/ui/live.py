@@ -1,11 +1,13 @@
 """The Live tab: the browser's camera streams to the server through Gradio's own streaming (the webcam
 image's ``stream`` event), each frame is swapped by a ``LiveEngine`` on the page's runtime and comes back
-as a JPEG inside the page (no file per frame); fps and latency measured, Record into a downloadable file.
-See docs/ARCHITECTURE.md (Live mode) for why this transport."""
+as a JPEG inside the page (no file per frame), with the browser's stamp of the frame (``live_measure``)
+and the server's read-out in the same output; camera-to-screen latency and fps measured by the page,
+Record into a downloadable file. See docs/ARCHITECTURE.md (Live mode) for why this transport."""
 
 from __future__ import annotations
 
 import base64
+import html
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -18,13 +20,16 @@ from facefusion_ui.live.engine import LiveEngine
 from facefusion_ui.live.pushed import PushedStream
 from facefusion_ui.types import Frame, LiveSize, choices
 from facefusion_ui.ui.common import file_path, problem, reported
+from facefusion_ui.ui.live_measure import SCREEN_STATS_ID, SCREEN_STATS_WAITING
 from facefusion_ui.ui.services import UiServices
 
-STREAM_EVERY_S = 0.04
-"""The browser sends a camera frame every 40 ms (25 fps) while the last one is not pending."""
+STREAM_EVERY_S = 0.01
+"""How often Gradio's webcam grabs a camera frame and posts it, whatever the server's progress; the page's
+script (``live_measure``) lets it grab only when the frame before is back (one frame in flight), so this
+is the most a frame waits once the last is back."""
 STREAM_TIME_LIMIT_S = 3600
 """A stream ends after an hour; press the camera's Record again to go on."""
-JPEG_QUALITY = 85
+JPEG_QUALITY = 80
 STOP_CAMERA_JS = """() => {
   document.querySelectorAll('#live-camera video').forEach((video) => {
     if (video.srcObject) { video.srcObject.getTracks().forEach((track) => track.stop()); video.srcObject = null; }
@@ -41,6 +46,8 @@ class LiveTab(NamedTuple):
     start: Any
     stop: Any
     camera: Any
+    sent: Any
+    """A hidden number: the browser's stamp of the frame being sent (``live_measure``)."""
     shown: Any
     stats: Any
     record: Any
@@ -72,20 +79,40 @@ def render_live_tab() -> LiveTab:
                 webcam_options=gr.WebcamOptions(mirror=False),  # the Mirror box mirrors, once, what is swapped
                 elem_id="live-camera",
             )
+            gr.HTML(f'<p id="{SCREEN_STATS_ID}">{SCREEN_STATS_WAITING}</p>', elem_id="live-screen")
             shown = gr.HTML("", elem_id="live-shown")
             stats = gr.Markdown("", elem_id="live-stats")
+    sent = gr.Number(None, visible=False, elem_id="live-sent")
     return LiveTab(
-        message, source, size, mirror, start, stop, camera, shown, stats, record, record_stop, recording, gr.State(None)
+        message,
+        source,
+        size,
+        mirror,
+        start,
+        stop,
+        camera,
+        sent,
+        shown,
+        stats,
+        record,
+        record_stop,
+        recording,
+        gr.State(None),
     )
 
 
-def jpeg_html(rgb: Frame) -> str:
-    """The frame as an <img> carrying its JPEG inline (one response, nothing written to disk)."""
+def jpeg_html(rgb: Frame, sent: float | None, readout: str) -> str:
+    """The frame as an <img> carrying its JPEG inline (one response, nothing written to disk) and the
+    browser's stamp of the camera frame it came from (``data-sent``), the server's read-out under it."""
     ok, encoded = cv2.imencode(".jpg", rgb[:, :, ::-1], [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
     assert ok, "JPEG encoding failed"
     data = base64.b64encode(encoded.tobytes()).decode("ascii")
     height, width = rgb.shape[:2]
-    return f'<img id="live-frame" width="{width}" height="{height}" alt="swapped" src="data:image/jpeg;base64,{data}">'
+    stamp = f' data-sent="{sent:.3f}"' if sent else ""
+    return (
+        f'<img id="live-frame" width="{width}" height="{height}" alt="swapped"{stamp} '
+        f'src="data:image/jpeg;base64,{data}"><p id="live-server-stats">{html.escape(readout)}</p>'
+    )
 
 
 class Started(NamedTuple):
@@ -105,7 +132,7 @@ def run_start(services: UiServices, source: Any, size: LiveSize, mirror: bool, r
     engine = LiveEngine.build(services.settings(), services.runtime, [path])
     engine.warm_up(engine.pipeline.sources.best_frontal().image)
     note = "started: allow the camera, then press Record under the camera to stream it"
-    return Started(note, PushedStream(engine, size, mirror), "waiting for the camera's first frame")
+    return Started(note, PushedStream(engine, size, mirror), "")  # the read-outs come with the frames
 
 
 def run_stop(running: PushedStream | None) -> tuple[str, None, str, Any]:
@@ -117,14 +144,15 @@ def run_stop(running: PushedStream | None) -> tuple[str, None, str, Any]:
     return "stopped", None, readout, str(recorded) if recorded else gr.skip()
 
 
-def live_frame(frame: Frame | None, running: PushedStream | None) -> tuple[Any, Any]:
-    """One camera frame swapped (shown frame, read-outs); frames before Start are shown as they are."""
+def live_frame(frame: Frame | None, sent: float | None, running: PushedStream | None) -> Any:
+    """One camera frame swapped, as the shown frame's HTML (with the server's read-out): one output, so
+    each frame is one small update of the page; nothing is shown before Start."""
     if frame is None:
-        return gr.skip(), gr.skip()
+        return gr.skip()
     if running is None:
-        return gr.skip(), "press Start (with a source face) to swap"
+        return '<p id="live-server-stats">press Start (with a source face) to swap</p>'
     swapped = running.swap(frame)
-    return (gr.skip() if swapped is None else jpeg_html(swapped)), running.readout()
+    return gr.skip() if swapped is None else jpeg_html(swapped, sent, running.readout())
 
 
 def run_record(services: UiServices, running: PushedStream | None) -> str:
@@ -149,11 +177,17 @@ def listen_live_tab(tab: LiveTab, services: UiServices) -> None:
         [tab.source, tab.size, tab.mirror, tab.stream],
         [tab.message, tab.stream, tab.stats],
     )
-    tab.stop.click(run_stop, [tab.stream], [tab.message, tab.stream, tab.stats, tab.recording], js=STOP_CAMERA_JS)
+    tab.stop.click(
+        run_stop,
+        [tab.stream],
+        [tab.message, tab.stream, tab.stats, tab.recording],
+        js=STOP_CAMERA_JS,
+        show_progress="hidden",
+    )
     tab.camera.stream(
         live_frame,
-        [tab.camera, tab.stream],
-        [tab.shown, tab.stats],
+        [tab.camera, tab.sent, tab.stream],
+        [tab.shown],
         stream_every=STREAM_EVERY_S,
         time_limit=STREAM_TIME_LIMIT_S,
         concurrency_limit=None,
