@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.faces.detector_dlib import load_hog_detector
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.mesh_model import MeshModel
 from facefusion_ui.faces.source_cache import LruTtlCache
 from facefusion_ui.inference import (
@@ -48,10 +50,10 @@ def _load_embedded(spec: ModelSpec) -> Any:
     # mediapipe 0.10.14 calls a protobuf API that protobuf 4 deprecates on every graph run
     warnings.filterwarnings("ignore", message="SymbolDatabase.GetPrototype", category=UserWarning)
     try:
+        if spec.package == "mediapipe":
+            import_mediapipe()
         if spec.name == "dlib_hog":
-            import dlib
-
-            return dlib.get_frontal_face_detector()
+            return load_hog_detector(models_dir())
         if spec.name in ("dlib_68", "dlib_5"):
             import dlib
 
