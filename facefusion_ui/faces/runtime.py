@@ -110,6 +110,7 @@ class EmbeddedModels:
         self._lock = threading.Lock()
         self._models: dict[str, Any] = {}
         self._use_locks: dict[str, threading.Lock] = {}
+        self._load_locks: dict[str, threading.Lock] = {}
         self.loads: Counter[str] = Counter()
         """First loads per model (a warm process loads each model once)."""
         self.copies: Counter[str] = Counter()
@@ -126,10 +127,17 @@ class EmbeddedModels:
                 return model
         with self._lock:
             model = self._models.get(spec.name)
+            loading = self._load_locks.setdefault(spec.name, threading.Lock())
+        if model is not None:
+            return model
+        with loading:  # one load per model; the other models stay usable meanwhile (a source photo's
+            with self._lock:  # landmarks load while a video's first frames are probed)
+                model = self._models.get(spec.name)
             if model is None:
                 model = _load_quietly(spec) if spec.package == "mediapipe" else _load_embedded(spec)
-                self._models[spec.name] = model
-                self.loads[spec.name] += 1
+                with self._lock:
+                    self._models[spec.name] = model
+                    self.loads[spec.name] += 1
             return model
 
     def lock_for(self, name: str) -> threading.Lock:
