@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ def load_hog_detector(folder: Path) -> Any:
         detector.save(str(temporary))
         os.replace(temporary, path)  # whole or not at all: another process may be reading it
     except (OSError, RuntimeError):
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
     return detector
 
 
