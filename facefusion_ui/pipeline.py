@@ -438,6 +438,7 @@ class FramePipeline:
 
     def release(self) -> None:
         """Free the processors' caches and the models no other running job holds (they reload on next use)."""
+        self.sources.settle()  # source photos read in the background use the models too
         for processor in self.processors:
             processor.release()
         self.runtime.release_models()

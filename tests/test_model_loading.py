@@ -1,5 +1,6 @@
 """What a command's start-up loads, made cheaper: dlib's HOG detector read from its saved binary copy (the
-same detector: the same faces with the same margins), and mediapipe imported without matplotlib."""
+same detector: the same faces with the same margins), mediapipe imported without matplotlib, and a video's
+source photos read in the background."""
 
 from __future__ import annotations
 
@@ -8,8 +9,15 @@ import sys
 from pathlib import Path
 
 import cv2
+import numpy as np
+import pytest
 
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detector_dlib import load_hog_detector
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.state_manager import Settings
 from tests.support import media
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,3 +75,30 @@ def test_mediapipe_is_imported_without_matplotlib() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
+    """A video's source photos: checked for a face at once, analysed in full (the landmarks' model loaded)
+    only when a face shows in the video; the same faces and key as read at once; a photo without a face
+    is the same error."""
+    face, blank = tmp_path / "face.jpg", tmp_path / "blank.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    loading = load_sources_in_background([face], FaceAnalyser(runtime), settings)
+    loading.check()
+    loading.settle()
+    assert "dlib_68" not in runtime.embedded.loaded()  # checked with the detector alone
+    loading.prefetch()  # a face in the video
+    loading.settle()
+    assert "dlib_68" in runtime.embedded.loaded()
+    at_once = load_sources([face], FaceAnalyser(ModelRuntime.create(settings)), settings)
+    assert loading.key == at_once.key
+    assert np.array_equal(loading.faces[0].face.bbox, at_once.faces[0].face.bbox)
+    assert np.array_equal(loading.best_frontal().face.kps, at_once.best_frontal().face.kps)
+    bad = load_sources_in_background([blank], FaceAnalyser(runtime), settings)
+    bad.settle()
+    for asked in (bad.check, bad.raise_if_failed, lambda: bad.faces):
+        with pytest.raises(InputError, match="no face found in"):
+            asked()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,9 @@ class SourceIdentity:
 
     def prefetch(self) -> None:
         """Have the faces ready soon: a face was found in the target."""
+
+    def settle(self) -> None:
+        """Wait until no model is in use reading the photos (before models are released)."""
 
 
 class LoadingIdentity(SourceIdentity):
@@ -120,6 +123,10 @@ class LoadingIdentity(SourceIdentity):
     def prefetch(self) -> None:
         if self._checked.done() and self._checked.exception() is None:
             self._analysis()
+
+    def settle(self) -> None:
+        futures: list[Future[Any]] = [future for future in (self._checked, self._analysed) if future is not None]
+        wait(futures)
 
     def __repr__(self) -> str:
         return f"LoadingIdentity(key={self.key!r})"
