@@ -41,7 +41,7 @@ from facefusion_ui.faces.selector import (
     reference_threshold,
     select_faces,
 )
-from facefusion_ui.faces.source import SourceIdentity, load_sources
+from facefusion_ui.faces.source import SourceIdentity, load_sources, load_sources_in_background
 from facefusion_ui.faces.tracker import IdentityTracker
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.masks.stage import MaskingProcessor, masks_summary
@@ -153,9 +153,12 @@ class FramePipeline:
         source_paths: Sequence[Path],
         registry: ProcessorRegistry | None = None,
         people: PeopleSwap | None = None,
+        background: bool = False,
     ) -> FramePipeline:
-        """Create the processors, check their models, and read the source photos (fails fast). With a face
-        map (``people``) its sources are the people's own and ``source_paths`` is not read."""
+        """Create the processors, check their models, and read the source photos (fails fast; with
+        ``background``, a video's, on a thread of their own: ``load_sources_in_background``, their error
+        raised by the next group analysed or ``sources.check()``). With a face map (``people``) its sources
+        are the people's own and ``source_paths`` is not read."""
         check_classifier(settings, runtime)
         registry = registry or ProcessorRegistry.discover()
         processors = [registry.create(name, settings, runtime) for name in settings.processors]
@@ -167,7 +170,8 @@ class FramePipeline:
         if people is not None:
             return cls(settings, runtime, processors, people.first_source(), FaceAnalyser(runtime), options, people)
         if source_paths or source_face_needed(settings, registry):
-            sources = load_sources(list(source_paths), FaceAnalyser(runtime), settings)
+            load = load_sources_in_background if background else load_sources
+            sources = load(list(source_paths), FaceAnalyser(runtime), settings)
         else:
             sources = NO_SOURCE
         return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
@@ -231,6 +235,7 @@ class FramePipeline:
     ) -> list[FrameAnalysis]:
         """Consecutive video frames (as many as ``group_size_from`` their first), analysed with the
         detection schedule (``faces/detection_schedule.py``). Call with the frames in order."""
+        self.sources.raise_if_failed()  # source photos read in the background: their error at once
         if not self.reads_faces:
             self.stats.frames += len(images)
             return [NO_FACES] * len(images)
@@ -280,6 +285,8 @@ class FramePipeline:
     ) -> FrameAnalysis:
         """``analyse`` without counting the frame (``analyse_group`` counts its frames, skipped ones too)."""
         faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections, known=known)
+        if faces:
+            self.sources.prefetch()  # a video's source photos, read in the background: their faces now
         track_ids: tuple[int | None, ...] = ()
         if self.needs_embeddings and faces:
             rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
@@ -431,6 +438,7 @@ class FramePipeline:
 
     def release(self) -> None:
         """Free the processors' caches and the models no other running job holds (they reload on next use)."""
+        self.sources.settle()  # source photos read in the background use the models too
         for processor in self.processors:
             processor.release()
         self.runtime.release_models()

@@ -203,7 +203,8 @@ class VideoRun:
         self.settings = self.plan.settings
         passing = PeoplePassProgress(context.progress) if context.progress is not None else None
         people = people_swap(job, runtime, passing, context.cancel)  # the people pass, unless it is cached
-        self.pipeline = FramePipeline.build(self.settings, runtime, job.sources, context.registry, people)
+        build = FramePipeline.build
+        self.pipeline = build(self.settings, runtime, job.sources, context.registry, people, background=True)
         self.plan = self.plan.resized(job.settings, self.pipeline.output_size, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
@@ -221,6 +222,7 @@ class VideoRun:
         started = time.perf_counter()
         self._set_reference()
         self._run_chunks()
+        self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
         plan = self.plan
         timescale = plan.copy.params.timescale if plan.copy else None
         output = self.job.output
@@ -253,6 +255,7 @@ class VideoRun:
                 self.pipeline.start_video(self.plan.first, VideoState.from_json(saved) if saved is not None else None)
             before = self.pipeline.counts()
             run = self._run_chunk_recovering(chunk)
+            self.pipeline.sources.check()  # a source photo without a face fails the job, faces in the video or not
             done = self.pipeline.counts()
             done.subtract(before)
             os.replace(self.work_dir / f"part_{chunk.segment_name}", self.work_dir / chunk.segment_name)

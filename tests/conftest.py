@@ -64,6 +64,7 @@ UNIT_FILES = frozenset(
         "test_face_editor.py",
         "test_deep_swapper.py",
         "test_live_units.py",
+        "test_model_loading.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

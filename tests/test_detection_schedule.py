@@ -107,7 +107,16 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             videos.paste(canvas, walker, -60 + 8 * (index - WALKS_IN_AT), 40)
         return canvas
 
+    crosser = cv2.resize(videos.grace_head(), (100, 114))
+
+    def crossing(index: int) -> np.ndarray:
+        """A head crossing the frame at 5 px a frame: over a group of 20 frames it moves its own width."""
+        canvas: np.ndarray = scene.copy()
+        videos.paste(canvas, crosser, 20 + 5 * index, 120)
+        return canvas
+
     return {
+        "crossing": videos.write_video(folder / "crossing.mp4", crossing, 60),
         "walking_in": videos.write_video(folder / "walking_in.mp4", walking_in, 40),
         "face": face,
         "still": videos.write_video(folder / "still.mp4", lambda _: scene, 20),
@@ -176,6 +185,9 @@ def test_a_face_appearing_mid_group_is_swapped_from_its_first_frame(
     in_groups = run(clips, shared_runtime, "appearing", grouped, interval=5)
     assert each_frame["faces_swapped"] == in_groups["faces_swapped"] == 20 - APPEARS_AT
     assert in_groups["frames_converted"] == 20 - APPEARS_AT
+    # the face found by the probe at frame 15 is followed back to frame 7 in crops, not searched for in
+    # full in frames 6-14: full-frame searches only at the start and in the probes with a face before
+    assert in_groups["face_detection"]["full"] <= 3 and in_groups["face_detection"]["tracked"] >= 9, in_groups
     source, result = raw_frames(clips["appearing"]), raw_frames(grouped)
     assert np.array_equal(result[:APPEARS_AT], source[:APPEARS_AT])
     assert np.abs(result[APPEARS_AT].astype(int) - source[APPEARS_AT]).mean() > 1.0  # the swap shows
@@ -201,6 +213,22 @@ def test_a_followed_face_is_searched_around_its_last_place(
     }
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
+
+
+def test_a_face_crossing_the_frame_is_followed_over_long_groups(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """Over the groups of 20 frames (from frame 20) the face moves more than its width between the
+    probes, which alone would be taken for a face that appeared: each such group is split at its middle
+    frame (detected in full) and both halves are followed, as the shorter groups before them were. The
+    same faces are swapped as with a full-frame detection on every frame."""
+    each_frame = run(clips, shared_runtime, "crossing", tmp_path / "every.mp4", interval=1)
+    followed = run(clips, shared_runtime, "crossing", tmp_path / "followed.mp4", interval=5)
+    # groups 0 | 1-5 | 6-15 | 16-19 | 20-39 | 40-59: the first frame, each group's probe and the middle
+    # frames 29 and 49 in full; every other frame followed by its mesh
+    detection = followed["face_detection"]
+    assert detection["full"] == 1 + 5 + 2 and detection["tracked"] == 60 - 8, detection
+    assert followed["faces_swapped"] == each_frame["faces_swapped"] == 60
 
 
 def test_probes_of_a_still_shot_detect_nothing(

@@ -19,6 +19,7 @@ from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
 from facefusion_ui.faces.schedule import (
     FULL_PROBE_EVERY,
     STRETCH_GROWTH,
+    GroupPlan,
     ScheduleState,
     ScheduleStats,
     group_size_at,
@@ -124,16 +125,44 @@ class DetectionSchedule:
             if len(images) == 1:
                 return results
         probe = self.probe(images[-1])
+        plans: list[GroupPlan] = []
+        results += self.analyse_span(images[first:], indices[first:], timestamps[first:], search, probe, plans)
+        # the same faces went on, or none: the next group may be longer; a face that appeared: back to the interval
+        self.stretch = 1 if "full" in plans else min(self.stretch * 2, STRETCH_GROWTH)
+        return results
+
+    def analyse_span(
+        self,
+        images: Sequence[FrameImage],
+        indices: Sequence[int],
+        timestamps: Sequence[float],
+        search: FaceSearch,
+        probe: list[Detection],
+        plans: list[GroupPlan],
+    ) -> list[FrameAnalysis]:
+        """Consecutive frames after the last one analysed, the last of them probed (``probe``): skipped,
+        tracked or detected in full as ``plan_group`` says (each plan noted in ``plans``). A span longer
+        than the interval with faces at both ends that ``plan_group`` cannot tie together (a face that
+        crossed more than its width: a walk over a long group) is split at its middle frame, detected in
+        full, and each half planned on its own: a face that moved is followed in both halves, a face that
+        joined others is still detected in full from its first frame, in the half it came in."""
         plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
+        if plan == "full" and len(images) > self.settings.face_detector_interval and self.seen_boxes() and probe:
+            middle = len(images) // 2
+            found = self.detect_whole(self.analyser.search_view(images[middle - 1], self.settings))
+            self.stats.frames_full += 1
+            head = self.analyse_span(images[:middle], indices[:middle], timestamps[:middle], search, found, plans)
+            rest = slice(middle, None)
+            return head + self.analyse_span(images[rest], indices[rest], timestamps[rest], search, probe, plans)
+        if plan == "full" and not self.seen_boxes():
+            return self.follow_back(images, indices, timestamps, search, probe, plans)
+        plans.append(plan)
         if plan == "skip":
-            rest = len(images) - first
-            self.stats.frames_skipped += rest - 1
+            self.stats.frames_skipped += len(images) - 1
             self.seen = FacesSeen()
-            self.stretch = min(self.stretch * 2, STRETCH_GROWTH)
-            return results + [NO_FACES] * rest
-        # the same faces go on: the next group may be longer; a face that appeared: back to the interval
-        self.stretch = min(self.stretch * 2, STRETCH_GROWTH) if plan == "track" else 1
-        for position in range(first, len(images) - 1):
+            return [NO_FACES] * len(images)
+        results: list[FrameAnalysis] = []
+        for position in range(len(images) - 1):
             image, index, timestamp = images[position], indices[position], timestamps[position]
             if plan == "track":
                 results.append(self.analyse_around(image, index, timestamp, self.seen_boxes(), search))
@@ -143,6 +172,43 @@ class DetectionSchedule:
                 self.stats.frames_full += 1
         results.append(self.found(search.analyse_faces(images[-1].bgr(), indices[-1], timestamps[-1], probe, ())))
         return results
+
+    def follow_back(
+        self,
+        images: Sequence[FrameImage],
+        indices: Sequence[int],
+        timestamps: Sequence[float],
+        search: FaceSearch,
+        probe: list[Detection],
+        plans: list[GroupPlan],
+    ) -> list[FrameAnalysis]:
+        """A span with no face before it and faces in its probe: they came in during the span. Each is
+        followed back from the probe, frame by frame, in a crop around where it was found in the frame
+        after (``detect_near``), so it is found from its first frame, as full-frame detections of every
+        frame would find it, for the cost of a few crops. A face missed in a frame (blur, a hand) is
+        still searched for in the frames before, around where it was last found."""
+        plans.append("full")
+        found: list[list[Detection]] = [[] for _ in images]
+        found[-1] = probe
+        boxes = [detection.bbox for detection in probe]
+        for position in range(len(images) - 2, -1, -1):
+            found[position] = self.detect_near(images[position], boxes)
+            kept = [box for box in boxes if not any(_overlaps(box, other.bbox) for other in found[position])]
+            boxes = [*(detection.bbox for detection in found[position]), *kept]
+            self.stats.frames_tracked += 1
+        results = [
+            search.analyse_faces(image.bgr(), index, timestamp, detections, ())
+            for image, index, timestamp, detections in zip(images, indices, timestamps, found, strict=True)
+        ]
+        self.found(results[-1])
+        return results
+
+    def detect_near(self, image: FrameImage, boxes: list[Points]) -> list[Detection]:
+        """Faces searched only in a crop around each of ``boxes`` (HOG: in the Y plane as decoded)."""
+        if self.settings.face_detector_model == "dlib_hog":
+            grey, _ = image.luma(max(image.width, image.height))
+            return self.analyser.hog_around(grey, boxes, self.settings)
+        return self.analyser.detect_around(image.bgr(), boxes, self.settings)
 
     def seen_boxes(self) -> tuple[Points, ...]:
         """The faces of the last frame, once a frame was analysed (``analyse_group`` sees to it)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,32 @@ from facefusion_ui.faces.detection import Detection, sigmoid
 from facefusion_ui.types import Frame
 
 MARGIN_AT_HALF = 0.25
+
+
+def load_hog_detector(folder: Path) -> Any:
+    """dlib's frontal face detector, read from the copy saved in ``folder`` (a few milliseconds), or made
+    by dlib (which parses the detector from text compiled into it: 0.4 s of CPU, at every start of a
+    command, and again for each thread's instance) and saved there for the next time. The saved copy is
+    dlib's own binary form of the same detector (it finds the same faces with the same margins), named
+    after dlib's version; a folder that cannot be written leaves it made each time."""
+    import dlib
+
+    path = folder / f"dlib_hog_frontal-{dlib.__version__}.svm"
+    if path.is_file():
+        try:
+            return dlib.fhog_object_detector(str(path))
+        except RuntimeError:  # a damaged copy: made again below, and replaced
+            pass
+    detector = dlib.get_frontal_face_detector()
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        detector.save(str(temporary))
+        os.replace(temporary, path)  # whole or not at all: another process may be reading it
+    except (OSError, RuntimeError):
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+    return detector
 
 
 def detect_dlib_hog(grey: Frame, detector: Any, upsample: int, score_threshold: float) -> list[Detection]:

@@ -41,6 +41,9 @@ class MeshModel:
     ``MESH_INPUT_SIZE`` square) of one landmark model."""
 
     def __init__(self, with_attention: bool) -> None:
+        from facefusion_ui.faces.mediapipe_import import import_mediapipe
+
+        import_mediapipe()
         from mediapipe.framework.formats import rect_pb2
         from mediapipe.python.solution_base import SolutionBase
         from mediapipe.python.solutions import face_mesh

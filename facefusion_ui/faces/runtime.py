@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from facefusion_ui.errors import DependencyError, ModelError
+from facefusion_ui.faces.detector_dlib import load_hog_detector
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.mesh_model import MeshModel
 from facefusion_ui.faces.source_cache import LruTtlCache
 from facefusion_ui.inference import (
@@ -48,10 +50,10 @@ def _load_embedded(spec: ModelSpec) -> Any:
     # mediapipe 0.10.14 calls a protobuf API that protobuf 4 deprecates on every graph run
     warnings.filterwarnings("ignore", message="SymbolDatabase.GetPrototype", category=UserWarning)
     try:
+        if spec.package == "mediapipe":
+            import_mediapipe()
         if spec.name == "dlib_hog":
-            import dlib
-
-            return dlib.get_frontal_face_detector()
+            return load_hog_detector(models_dir())
         if spec.name in ("dlib_68", "dlib_5"):
             import dlib
 
@@ -108,6 +110,7 @@ class EmbeddedModels:
         self._lock = threading.Lock()
         self._models: dict[str, Any] = {}
         self._use_locks: dict[str, threading.Lock] = {}
+        self._load_locks: dict[str, threading.Lock] = {}
         self.loads: Counter[str] = Counter()
         """First loads per model (a warm process loads each model once)."""
         self.copies: Counter[str] = Counter()
@@ -124,10 +127,17 @@ class EmbeddedModels:
                 return model
         with self._lock:
             model = self._models.get(spec.name)
+            loading = self._load_locks.setdefault(spec.name, threading.Lock())
+        if model is not None:
+            return model
+        with loading:  # one load per model; the other models stay usable meanwhile (a source photo's
+            with self._lock:  # landmarks load while a video's first frames are probed)
+                model = self._models.get(spec.name)
             if model is None:
                 model = _load_quietly(spec) if spec.package == "mediapipe" else _load_embedded(spec)
-                self._models[spec.name] = model
-                self.loads[spec.name] += 1
+                with self._lock:
+                    self._models[spec.name] = model
+                    self.loads[spec.name] += 1
             return model
 
     def lock_for(self, name: str) -> threading.Lock:

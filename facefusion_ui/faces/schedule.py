@@ -8,8 +8,13 @@ compared with the faces of the frame just before the group:
   the video pipeline no colour conversion either);
 - every probed face continues a face from before: the frames in between are searched only around the
   faces being followed, in a crop a few times the face's size;
-- a face appeared: every frame of the group gets a full-frame detection, so a face that came in
-  mid-group is found from its first frame.
+- a face appeared: it is followed back from the probe, frame by frame, in a crop around where it was
+  found in the frame after (``DetectionSchedule.follow_back``), so a face that came in mid-group is
+  found from its first frame without a full-frame detection of each frame. When faces were there before
+  and after, and the group is longer than the interval (a face may only have crossed more than its
+  width: someone walking), the group is split at its middle frame, which is detected in full, and each
+  half is planned alone by the same rules (``DetectionSchedule.analyse_span``): a face that moved is
+  followed in both halves; where a face joined others, the half it came in is detected in full.
 
 While nothing new shows up the groups grow: each group skipped (no face) or tracked (the same faces)
 doubles the next one, up to ``STRETCH_GROWTH`` times the interval, and a face that appears brings them

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,91 @@ class SourceIdentity:
         vectors = [s.face.embedding for s in self.faces if s.face.embedding is not None]
         return np.asarray(np.mean(np.stack(vectors), axis=0), dtype=np.float32) if vectors else None
 
+    def check(self) -> None:
+        """Raise what made the photos unusable (no face...): they were read when this was made."""
+
+    def raise_if_failed(self) -> None:
+        """``check`` without waiting: photos still being read are not waited for."""
+
+    def prefetch(self) -> None:
+        """Have the faces ready soon: a face was found in the target."""
+
+    def settle(self) -> None:
+        """Wait until no model is in use reading the photos (before models are released)."""
+
+
+class LoadingIdentity(SourceIdentity):
+    """A ``SourceIdentity`` read in two steps (``load_sources_in_background``): on a thread of its own at
+    once, each photo's faces are detected (a photo without one is the same InputError as ``load_sources``
+    gives, raised by ``check``, ``raise_if_failed`` and ``faces``); the whole analysis (landmarks,
+    recognizer, mesh: models a video without faces never loads) once ``prefetch`` says a face was found
+    in the target, on that thread, or when ``faces`` is first asked for."""
+
+    _read: tuple[list[Path], FaceAnalyser, Settings]
+    _lock: threading.Lock
+    _checked: Future[None]
+    _analysed: Future[SourceIdentity] | None
+
+    def __init__(self, paths: list[Path], key: str, analyser: FaceAnalyser, settings: Settings) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "_read", (paths, analyser, settings))
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_analysed", None)
+        checked: Future[None] = Future()
+        object.__setattr__(self, "_checked", checked)
+        threading.Thread(target=self._run, args=(checked, self._check), name="source-photos", daemon=True).start()
+
+    @staticmethod
+    def _run(future: Future[Any], work: Any) -> None:
+        try:
+            future.set_result(work())
+        except BaseException as error:  # handed to whoever asks
+            future.set_exception(error)
+
+    def _check(self) -> None:
+        paths, analyser, settings = self._read
+        for path in paths:
+            if not analyser.detect(read_image(path, "source"), settings):
+                raise no_face_error(path)
+
+    def _analysis(self) -> Future[SourceIdentity]:
+        """The whole analysis, started on a thread of its own the first time it is asked for."""
+        with self._lock:
+            analysed: Future[SourceIdentity] | None = self._analysed
+            if analysed is None:
+                analysed = Future()
+                object.__setattr__(self, "_analysed", analysed)
+                work = functools.partial(load_sources, *self._read)
+                threading.Thread(target=self._run, args=(analysed, work), name="source-faces", daemon=True).start()
+            return analysed
+
+    @property
+    def faces(self) -> tuple[SourceFace, ...]:
+        self._checked.result()
+        return self._analysis().result().faces
+
+    def check(self) -> None:
+        self._checked.result()
+        analysed: Future[SourceIdentity] | None = self._analysed
+        if analysed is not None:
+            analysed.result()
+
+    def raise_if_failed(self) -> None:
+        for future in (self._checked, self._analysed):
+            if future is not None and future.done():
+                future.result()
+
+    def prefetch(self) -> None:
+        if self._checked.done() and self._checked.exception() is None:
+            self._analysis()
+
+    def settle(self) -> None:
+        futures: list[Future[Any]] = [future for future in (self._checked, self._analysed) if future is not None]
+        wait(futures)
+
+    def __repr__(self) -> str:
+        return f"LoadingIdentity(key={self.key!r})"
+
 
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
@@ -77,6 +165,13 @@ def analysis_key(content_hash: str, settings: Settings) -> tuple[Any, ...]:
     )
 
 
+def no_face_error(path: Path) -> InputError:
+    return InputError(
+        f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide",
+        paths=(path,),
+    )
+
+
 def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:
     """The largest face of a source photo, analysed once per content (the runtime's source cache)."""
     if not path.is_file():
@@ -87,18 +182,31 @@ def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> Sourc
         image = read_image(path, "source")
         faces = analyser.analyse(image, settings)
         if not faces:
-            raise InputError(
-                f"no face found in {path}: use a photo where the face is visible and at least {MIN_FACE_PX} px wide",
-                paths=(path,),
-            )
+            raise no_face_error(path)
         return SourceFace(str(path), image, faces[0], content_hash)
 
     return analyser.runtime.sources.get_or_create(analysis_key(content_hash, settings), analyse)  # type: ignore[no-any-return]
+
+
+def identity_key(content_hashes: list[str]) -> str:
+    """The key of a person's photos: their contents, in any order."""
+    return hashlib.sha256("".join(sorted(content_hashes)).encode()).hexdigest()
 
 
 def load_sources(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:
     if not paths:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
     faces = tuple(load_source(path, analyser, settings) for path in paths)
-    key = hashlib.sha256("".join(sorted(f.content_hash for f in faces)).encode()).hexdigest()
-    return SourceIdentity(faces, key)
+    return SourceIdentity(faces, identity_key([face.content_hash for face in faces]))
+
+
+def load_sources_in_background(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:
+    """``load_sources`` for a video (``LoadingIdentity``): its frames are decoded and probed while the
+    photos are checked for a face, and their faces analysed only once one is found in the video. The
+    photos' key at once (a missing photo: the InputError at once too)."""
+    if not paths:
+        raise InputError("no source image given: add -s PHOTO with the face to put in")
+    for path in paths:
+        if not path.is_file():
+            raise InputError(f"source {path} does not exist: check the path", paths=(path,))
+    return LoadingIdentity(paths, identity_key([file_hash(path) for path in paths]), analyser, settings)

@@ -14,6 +14,7 @@ import functools
 import cv2
 import numpy as np
 
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.types import FaceMaskArea, FaceMaskRegion, Mask, Points
 
 MOUTH_INNER_POINT = 13
@@ -64,6 +65,7 @@ def _points_of(edges: frozenset[tuple[int, int]]) -> tuple[int, ...]:
 def part_indices() -> dict[str, tuple[int, ...]]:
     """Mesh point indices, in polygon order where the part is a loop (lips, eyes, oval); a constant table
     read from mediapipe once."""
+    import_mediapipe()
     from mediapipe.python.solutions import face_mesh_connections as sets
 
     lips = edge_loops(sets.FACEMESH_LIPS)

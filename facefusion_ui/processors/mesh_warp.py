@@ -32,6 +32,7 @@ import cv2
 import numpy as np
 
 from facefusion_ui.faces.face import FaceMesh
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.source_glasses import glasses_pixels
@@ -190,6 +191,7 @@ def region_of(points: Points, shape: tuple[int, ...], margin: int = 2) -> tuple[
 def mesh_triangles() -> np.ndarray:
     """The (n, 3) point indices of the mesh's triangles, from mediapipe's tessellation (its edges: every
     three points joined to each other). One constant table, read from mediapipe once."""
+    import_mediapipe()
     from mediapipe.python.solutions.face_mesh_connections import FACEMESH_TESSELATION
 
     neighbours: dict[int, set[int]] = {}
@@ -231,6 +233,7 @@ def edge_cycles(edges: frozenset[tuple[int, int]]) -> list[list[int]]:
 def opening_contours() -> tuple[np.ndarray, ...]:
     """The contours (points in order) of the mesh's openings, which its tessellation leaves empty: the
     two eyes and the mouth (the inner lips)."""
+    import_mediapipe()
     from mediapipe.python.solutions.face_mesh_connections import FACEMESH_LEFT_EYE, FACEMESH_LIPS, FACEMESH_RIGHT_EYE
 
     mouth = next(loop for loop in edge_cycles(FACEMESH_LIPS) if MOUTH_INNER_POINT in loop)

@@ -1,0 +1,104 @@
+"""What a command's start-up loads, made cheaper: dlib's HOG detector read from its saved binary copy (the
+same detector: the same faces with the same margins), mediapipe imported without matplotlib, and a video's
+source photos read in the background."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from facefusion_ui.errors import InputError
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detector_dlib import load_hog_detector
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.state_manager import Settings
+from tests.support import media
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_saved_hog_detector_is_dlibs_own(tmp_path: Path) -> None:
+    import dlib
+
+    made = load_hog_detector(tmp_path)  # made by dlib, and saved
+    saved = list(tmp_path.glob("dlib_hog_frontal-*.svm"))
+    assert [path.name for path in saved] == [f"dlib_hog_frontal-{dlib.__version__}.svm"]
+    assert not list(tmp_path.glob(".*")), "no temporary file left"
+    read = load_hog_detector(tmp_path)  # read from the copy
+    grey = cv2.cvtColor(media.grace_hopper(), cv2.COLOR_BGR2GRAY)
+    own = dlib.get_frontal_face_detector().run(grey, 1, -0.5)
+    for detector in (made, read):
+        rects, margins, kinds = detector.run(grey, 1, -0.5)
+        assert [(r.left(), r.top(), r.right(), r.bottom()) for r in rects] == [
+            (r.left(), r.top(), r.right(), r.bottom()) for r in own[0]
+        ]
+        assert list(margins) == list(own[1]) and list(kinds) == list(own[2])
+    assert len(own[0]) >= 1
+
+
+def test_a_damaged_copy_is_made_again(tmp_path: Path) -> None:
+    import dlib
+
+    path = tmp_path / f"dlib_hog_frontal-{dlib.__version__}.svm"
+    path.write_bytes(b"not a detector")
+    detector = load_hog_detector(tmp_path)
+    grey = cv2.cvtColor(media.grace_hopper(), cv2.COLOR_BGR2GRAY)
+    assert len(detector.run(grey, 1, 0.0)[0]) >= 1
+    assert path.stat().st_size > 1000  # replaced by the real one
+
+
+def test_an_unwritable_folder_still_gives_the_detector(tmp_path: Path) -> None:
+    folder = tmp_path / "file"
+    folder.write_text("a file where the folder would be")
+    detector = load_hog_detector(folder)
+    assert len(detector.run(cv2.cvtColor(media.grace_hopper(), cv2.COLOR_BGR2GRAY), 1, 0.0)[0]) >= 1
+
+
+def test_mediapipe_is_imported_without_matplotlib() -> None:
+    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one."""
+    script = (
+        "import sys\n"
+        "from facefusion_ui.faces.mediapipe_import import import_mediapipe\n"
+        "import_mediapipe()\n"
+        "from mediapipe.python.solutions import drawing_utils, face_detection\n"
+        "assert 'matplotlib' not in sys.modules and 'matplotlib.pyplot' not in sys.modules, 'matplotlib imported'\n"
+        "figure = drawing_utils.plt.figure\n"
+        "import matplotlib.pyplot\n"
+        "assert figure is matplotlib.pyplot.figure and callable(figure)\n"
+        "assert type(sys.modules['matplotlib']).__name__ == 'module'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
+    """A video's source photos: checked for a face at once, analysed in full (the landmarks' model loaded)
+    only when a face shows in the video; the same faces and key as read at once; a photo without a face
+    is the same error."""
+    face, blank = tmp_path / "face.jpg", tmp_path / "blank.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    loading = load_sources_in_background([face], FaceAnalyser(runtime), settings)
+    loading.check()
+    loading.settle()
+    assert "dlib_68" not in runtime.embedded.loaded()  # checked with the detector alone
+    loading.prefetch()  # a face in the video
+    loading.settle()
+    assert "dlib_68" in runtime.embedded.loaded()
+    at_once = load_sources([face], FaceAnalyser(ModelRuntime.create(settings)), settings)
+    assert loading.key == at_once.key
+    assert np.array_equal(loading.faces[0].face.bbox, at_once.faces[0].face.bbox)
+    assert np.array_equal(loading.best_frontal().face.kps, at_once.best_frontal().face.kps)
+    bad = load_sources_in_background([blank], FaceAnalyser(runtime), settings)
+    bad.settle()
+    for asked in (bad.check, bad.raise_if_failed, lambda: bad.faces):
+        with pytest.raises(InputError, match="no face found in"):
+            asked()
