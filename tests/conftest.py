@@ -65,6 +65,7 @@ UNIT_FILES = frozenset(
         "test_deep_swapper.py",
         "test_live_units.py",
         "test_model_loading.py",
+        "test_swapper_hint.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

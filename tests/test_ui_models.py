@@ -1,7 +1,8 @@
 """The Single tab's models and per-run output settings, through its handlers: every catalog model in its
 dropdown with its state and size, Download beside a missing one, labels refreshed when a download ends,
 Start downloading what the job needs first (or saying why it cannot), the runtime finding a model that
-arrived after a miss, the output size and rate passed to the job, and the preview's debounce."""
+arrived after a miss, the output size and rate passed to the job, the preview's debounce, and the face
+swapper's line naming the model of best likeness (offline: the embedded swapper)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ from facefusion_ui.ui.model_sizes import ModelSizes
 from facefusion_ui.ui.preview_gate import PreviewGate
 from facefusion_ui.ui.processor_options import MODEL_NOTES, model_choices, model_label
 from facefusion_ui.ui.services import UiServices
+from facefusion_ui.ui.swapper_hint import RECOMMENDED_SWAPPER
 from tests.support import media
 from tests.support.http_server import ServedFile, serve
-from tests.support.onnx_models import build_enhancer
+from tests.support.onnx_models import build_arcface, build_enhancer
 from tests.test_ui_handlers import request, start
 
 STAND_IN = "gpen_bfr_256"
@@ -282,3 +284,46 @@ def test_an_ended_download_is_shown_for_a_while_then_to_no_later_page_load(offli
     assert settings.download_lines(offline) == ""  # a later page load, in any browser, starts clean
     line, *_ = single_models.download_tick(offline, [])
     assert line == gr.skip()
+
+
+def test_swapper_line_offline_says_the_embedded_swapper_needs_no_download(offline: UiServices) -> None:
+    chosen = "mesh_warp"
+    line, button, timer = single_models.swapper_hint(offline, chosen)  # asks the size; nothing said meanwhile
+    assert line == "" or line.startswith("The embedded swapper")  # a closed port may answer at once
+    wait_until(lambda: offline.downloads.size_answered(RECOMMENDED_SWAPPER), "the size look-up to fail")
+    line, button, timer = single_models.swapper_hint(offline, chosen)
+    assert (
+        line
+        == "The embedded swapper (mesh_warp) needs no download (no network now: models can be added later in Settings)"
+    )
+    assert button.visible is False and timer.active is False  # said once: nothing more is asked
+
+
+def test_swapper_line_online_offers_the_best_likeness_then_says_it_is_ready(
+    offline: UiServices, tmp_path: Path
+) -> None:
+    body = build_enhancer(tmp_path / "stand-in.onnx", 256).read_bytes()  # any ONNX file: the flow is the subject
+    sidecar = {f"{RECOMMENDED_SWAPPER}.hash": format(zlib.crc32(body), "08x").encode()}
+    offline.runtime.folder.mkdir(parents=True, exist_ok=True)
+    build_arcface(offline.runtime.folder / "arcface_w600k_r50.onnx")  # what it requires, already here
+    with serve(ServedFile(body, extra=sidecar)) as url:
+        offline.downloads.url_for[RECOMMENDED_SWAPPER] = url
+        line, button, timer = single_models.swapper_hint(offline, "mesh_warp")
+        assert timer.active  # the size is asked: the line waits for the answer
+        wait_until(lambda: offline.downloads.size_answered(RECOMMENDED_SWAPPER), "the size look-up")
+        line, button, timer = single_models.swapper_hint(offline, "mesh_warp")
+        assert line == f"Best likeness: **{RECOMMENDED_SWAPPER}** ({len(body) / 1e6:.0f} MB): press Download to get it"
+        assert button.visible is True and timer.active is False
+        assert single_models.swapper_hint(offline, RECOMMENDED_SWAPPER).line == ""  # its own Download is beside it
+        progress, downloads_timer = single_models.download_recommended(offline)  # one click
+        assert RECOMMENDED_SWAPPER in progress and downloads_timer.active
+        wait_until(lambda: not offline.downloads.running(), "the download to end")
+    assert offline.downloads.progress()[RECOMMENDED_SWAPPER].state == "done"
+    line, button, timer = single_models.swapper_hint(offline, "mesh_warp")
+    assert line == f"Best likeness: **{RECOMMENDED_SWAPPER}** is downloaded: choose it in the dropdown to use it"
+    assert button.visible is False and timer.active is False
+    assert single_models.swapper_hint(offline, RECOMMENDED_SWAPPER).line == ""  # chosen: nothing to say
+    names = [(RECOMMENDED_SWAPPER, "mesh_warp")]
+    _, dropdown, *_ = single_models.download_tick(offline, names, "mesh_warp")
+    labels = dict((value, label) for label, value in dropdown["choices"])
+    assert labels[RECOMMENDED_SWAPPER].startswith(f"{RECOMMENDED_SWAPPER} · installed")

@@ -131,6 +131,14 @@ class PageDownloads:
             return spec.size
         return self.sizes.size(spec.url)
 
+    def size_answered(self, name: str) -> bool:
+        """Whether ``size(name)`` is final: the catalog gives it, or the server's answer (or its absence:
+        no network) came back. False while the request is on its way."""
+        spec = self.spec(name)
+        if spec.size or spec.kind != "onnx" or not spec.url:
+            return True
+        return self.sizes.answered(spec.url)
+
     def instead(self, name: str) -> list[str]:
         """The models of ``name``'s role that come with the program (no download)."""
         role = self.runtime.spec(name).role

@@ -178,6 +178,27 @@ def render_faces(services: UiServices, controls: dict[str, Any]) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class SwapperLine:
+    """The line beside the face swapper's dropdown (``single_models.swapper_hint``): its text, its
+    Download button, and its timer, ticking while the network's answer or that download is awaited."""
+
+    control: Any
+    line: Any
+    button: Any
+    timer: Any
+
+
+def render_swapper_line(services: UiServices, control: Any, value: Any) -> SwapperLine:
+    shown = single_models.swapper_hint(services, value)
+    with gr.Row(equal_height=True):
+        line = gr.Markdown(shown.line, elem_id="single-swapper-hint")
+        button = gr.Button(
+            "Download", visible=shown.button.visible, size="sm", scale=0, min_width=110, elem_id="single-hint-download"
+        )
+    return SwapperLine(control, line, button, gr.Timer(1.0, active=True))
+
+
 @dataclass
 class ModelPickers:
     """The tab's model dropdowns (settings and declared options), each with its Download button, the
@@ -188,6 +209,8 @@ class ModelPickers:
     names: list[tuple[str, ...]] = field(default_factory=list)
     line: Any = None
     timer: Any = None
+    swapper: SwapperLine | None = None
+    """The face swapper's line naming the model of best likeness, when the tab has that dropdown."""
 
     def add(self, services: UiServices, control: Any, names: tuple[str, ...], value: Any, elem_id: str) -> Any:
         """A Download button beside ``control`` (shown while its choice is not downloaded)."""
@@ -205,7 +228,10 @@ def render_model_setting(services: UiServices, key: str, value: Any, pickers: Mo
         return setting_control(key, value)
     with gr.Row(equal_height=True):
         control = setting_control(key, value, choice_labels=model_labels(services, names))
-        return pickers.add(services, control, names, value, f"single-download-{key}")
+        pickers.add(services, control, names, value, f"single-download-{key}")
+    if key == "face_swapper_model":
+        pickers.swapper = render_swapper_line(services, control, value)
+    return control
 
 
 def render_option(services: UiServices, processor: str, option: Any, value: Any, pickers: ModelPickers) -> Any:
@@ -446,6 +472,21 @@ def listen_models(models: ModelPickers, services: UiServices) -> None:
         models.controls,
         [models.line, *models.controls, *models.buttons, models.timer],
         show_progress="hidden",
+    )
+    if models.swapper is not None:
+        listen_swapper_line(models.swapper, models, services)
+
+
+def listen_swapper_line(swapper: SwapperLine, models: ModelPickers, services: UiServices) -> None:
+    """The line follows the dropdown and the network's answer; its Download starts the page's download
+    flow (progress under the processors) and the line's timer, which says when the model is here."""
+    update = functools.partial(single_models.swapper_hint, services)
+    shown = outputs_of(single_models.HintShown, swapper)
+    swapper.control.change(update, swapper.control, shown, show_progress="hidden")
+    swapper.timer.tick(update, swapper.control, shown, show_progress="hidden")
+    started = outputs_of(single_models.DownloadStarted, models)
+    swapper.button.click(functools.partial(single_models.download_recommended, services), None, started).then(
+        update, swapper.control, shown, show_progress="hidden"
     )
 
 

@@ -1,6 +1,7 @@
 """The Single tab's models: a Download button beside each model dropdown whose choice is not downloaded,
 the downloads' progress line (bytes, speed, ETA), the dropdowns' labels refreshed once the downloads end
-(no restart), and Start that first downloads what the job needs, then queues it."""
+(no restart), the face swapper's line naming the model of best likeness (``swapper_hint``), and Start
+that first downloads what the job needs, then queues it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from facefusion_ui.ui.processor_options import installed, model_choices
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import Request, job_models, request_settings
 from facefusion_ui.ui.single_run import ACTIVE, Started, run_start
+from facefusion_ui.ui.swapper_hint import RECOMMENDED_SWAPPER, hint
 
 POLL_S = 0.5
 """How often Start's wait for its downloads says how far they got."""
@@ -68,6 +70,37 @@ def download_chosen(services: UiServices, name: Any) -> DownloadStarted:
     started = services.downloads.start_missing([str(name)])
     statuses = [services.downloads.progress()[each] for each in started]
     return DownloadStarted(progress_lines(services, statuses), gr.Timer(active=True))
+
+
+class HintShown(NamedTuple):
+    """What the face swapper's line updates: the line, its Download button, and its timer (ticking while
+    the network's answer or the recommended model's download is awaited)."""
+
+    line: Any
+    button: Any
+    timer: Any
+
+
+def swapper_hint(services: UiServices, chosen: Any) -> HintShown:
+    """The face swapper's line for the dropdown showing ``chosen`` (``swapper_hint.hint``)."""
+    downloads = services.downloads
+    name = RECOMMENDED_SWAPPER
+    status = downloads.progress().get(name)
+    downloading = status is not None and not status.finished
+    size = downloads.size(name)  # asks the server the first time: the answer says whether there is a network
+    downloaded = installed(services, name)
+    answered = downloads.size_answered(name)
+    embedded = ", ".join(downloads.instead(name)) or "mesh_warp"
+    line, offer = hint(
+        str(chosen), name, size, answered=answered, downloaded=downloaded, downloading=downloading, embedded=embedded
+    )
+    waiting = downloading or not (downloaded or answered)
+    return HintShown(line, gr.Button(visible=offer), gr.Timer(active=waiting))
+
+
+def download_recommended(services: UiServices) -> DownloadStarted:
+    """The face swapper line's Download: the recommended model through the page's download flow."""
+    return download_chosen(services, RECOMMENDED_SWAPPER)
 
 
 def download_tick(services: UiServices, model_lists: Sequence[Sequence[str]], *values: Any) -> tuple[Any, ...]:
