@@ -502,6 +502,34 @@ def download_flow(page: Any, ui: RunningUi, media_files: dict[str, Path], url: s
     assert job.status == "completed" and job.payload["settings"]["face_enhancer_model"] == STAND_IN
 
 
+def swapper_line_flow(page: Any, ui: RunningUi, url: str) -> None:
+    """The line beside the face swapper's dropdown: the model of best likeness with its size (the server
+    answers) and one click that downloads it through the page's download flow, then that it is ready."""
+    from playwright.sync_api import expect
+
+    from facefusion_ui.ui.swapper_hint import RECOMMENDED_SWAPPER
+    from tests.support.onnx_models import build_arcface
+
+    ui.services.downloads.url_for[RECOMMENDED_SWAPPER] = url
+    build_arcface(ui.services.runtime.folder / "arcface_w600k_r50.onnx")  # what it requires, here already
+    line = page.locator("#single-swapper-hint")
+    page.locator("#setting-face_swapper_model input").click()
+    page.get_by_role("option", name="ghost_1_256").click()  # another choice: the line asks the new address
+    expect(line).to_contain_text(f"Best likeness: {RECOMMENDED_SWAPPER} (", timeout=60_000)
+    button = page.locator("#single-hint-download")
+    expect(button).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "ui-single-swapper-line.png"), full_page=True)
+    button.click()
+    downloads = page.locator("#single-downloads")
+    expect(downloads).to_contain_text(f"{RECOMMENDED_SWAPPER}: downloaded and verified", timeout=120_000)
+    expect(line).to_contain_text("is downloaded: choose it in the dropdown to use it", timeout=30_000)
+    expect(button).to_be_hidden()
+    page.locator("#setting-face_swapper_model input").click()
+    page.get_by_role("option", name="mesh_warp").click()
+    expect(line).to_contain_text("is downloaded: choose it in the dropdown to use it")
+    assert line.count() == 1 and page.locator(".toast-body").count() == 0  # one line in its place, no pop-up
+
+
 def test_model_download_and_live_preview_in_a_real_browser(
     ui: RunningUi,
     media_files: dict[str, Path],
@@ -510,7 +538,9 @@ def test_model_download_and_live_preview_in_a_real_browser(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The preview follows a slider drag to its last value; a model downloaded from the Single tab (a
-    stand-in served on loopback, with its CRC32 sidecar) runs a job at once."""
+    stand-in served on loopback, with its CRC32 sidecar) runs a job at once; the face swapper's line
+    offers the model of best likeness, and its Download gets it."""
+    from facefusion_ui.ui.swapper_hint import RECOMMENDED_SWAPPER
     from tests.support.http_server import ServedFile, serve
     from tests.support.onnx_models import build_enhancer
 
@@ -518,9 +548,11 @@ def test_model_download_and_live_preview_in_a_real_browser(
     caplog.set_level("ERROR")
     preview_flow(page, media_files)
     body = build_enhancer(tmp_path / "stand-in.onnx", 256).read_bytes()
-    sidecar = {f"{STAND_IN}.hash": format(zlib.crc32(body), "08x").encode()}
+    crc = format(zlib.crc32(body), "08x").encode()
+    sidecar = {f"{STAND_IN}.hash": crc, f"{RECOMMENDED_SWAPPER}.hash": crc}
     with serve(ServedFile(body, extra=sidecar)) as url:
         download_flow(page, ui, media_files, url)
+        swapper_line_flow(page, ui, url)
     assert errors == [], errors
     assert [record for record in caplog.records if record.exc_info] == []
 
