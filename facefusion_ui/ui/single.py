@@ -30,6 +30,7 @@ from facefusion_ui.ui.processor_options import (
 )
 from facefusion_ui.ui.services import UiServices
 from facefusion_ui.ui.single_request import FACE_SETTINGS, OUTPUT_SETTINGS, REQUEST_CONTROLS, Request, single_keys
+from facefusion_ui.ui.swapper_hint import RECOMMENDED_SWAPPER
 
 MODE_INFO = (
     "many: every face of the target · one: only the face at the reference position · "
@@ -194,7 +195,12 @@ def render_swapper_line(services: UiServices, control: Any, value: Any) -> Swapp
     with gr.Row(equal_height=True):
         line = gr.Markdown(shown.line, elem_id="single-swapper-hint")
         button = gr.Button(
-            "Download", visible=shown.button.visible, size="sm", scale=0, min_width=110, elem_id="single-hint-download"
+            f"Download {RECOMMENDED_SWAPPER}",  # not a second plain "Download" under the dropdown's own
+            visible=shown.button.visible,
+            size="sm",
+            scale=0,
+            min_width=110,
+            elem_id="single-hint-download",
         )
     return SwapperLine(control, line, button, gr.Timer(1.0, active=True))
 
