@@ -1,5 +1,5 @@
 # make run   - install into .venv (embedded models, no download) and open the UI on http://127.0.0.1:7860
-# make test  - install with the test tools and run ruff, mypy and the whole pytest suite (about 13-14 min on 2 cores)
+# make test  - install with the test tools and run ruff, mypy and the whole pytest suite (about 12 min on 2 cores)
 # make test-fast - the unit tier alone (under a minute on 2 cores): the loop to run after each edit
 PYTHON ?= python3
 VENV ?= .venv
