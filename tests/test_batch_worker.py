@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.reliability_faults import LOCKER
 from facefusion_ui.faces.warm_runtimes import WarmRuntimes
+from facefusion_ui.faults import ChunkHold
 from facefusion_ui.jobs.outputs import claim_output
 from facefusion_ui.jobs.payload import make_payload
 from facefusion_ui.jobs.sqlite_backend import SqliteBackend
@@ -120,12 +121,13 @@ def test_cancel_a_queued_and_a_running_job(files: dict[str, Path], tmp_path: Pat
     running_id = store.add(payload(files, tmp_path / "long.mp4", target="clip"))
     queued_id = store.add(payload(files, tmp_path / "never.png"))
     assert store.cancel(queued_id) == "cancelled"
-    run, events = worker(store, WarmRuntimes())
+    hold = ChunkHold(chunk=0, until=tmp_path / "release", frames=5)  # held 5 frames in: the cancel cannot come late
+    run, events = worker(store, WarmRuntimes(), hold=hold)
     thread = threading.Thread(target=run.run)
     thread.start()
     deadline = time.monotonic() + 120
-    while store.get(running_id).frames_done < 5:
-        assert time.monotonic() < deadline
+    while not hold.marker.exists():
+        assert time.monotonic() < deadline and thread.is_alive(), "the job never reached its fifth frame"
         time.sleep(0.05)
     assert store.cancel(running_id) == "running"
     thread.join(timeout=120)

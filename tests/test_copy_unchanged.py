@@ -269,10 +269,10 @@ def test_off_encodes_everything_and_trimming_encodes_the_cut_gops(
     assert got[15:40] == want[15:40] and got[90:115] == want[90:115]
 
 
-def cli(face: Path, clip: Path, output: Path, home: Path) -> subprocess.Popen[str]:
+def cli(face: Path, clip: Path, output: Path, home: Path, hold: str = "") -> subprocess.Popen[str]:
     command = [sys.executable, str(ROOT / "run.py"), "process", "-s", str(face), "-t", str(clip), "-o", str(output)]
     command += ["--video-chunk-size", "1", "--output-video-preset", "ultrafast", "--json"]
-    env = {**os.environ, "FACEFUSION_UI_HOME": str(home), "FACEFUSION_UI_INJECT_FAULT": ""}
+    env = {**os.environ, "FACEFUSION_UI_HOME": str(home), "FACEFUSION_UI_INJECT_FAULT": hold}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
@@ -293,14 +293,16 @@ def test_a_killed_run_resumes_to_the_same_bytes(face: Path, tmp_path: Path) -> N
     assert first.returncode == 0, err
     assert json.loads(out)["chunks_total"] == 6  # 1 s chunks, cut on the 1 s GOPs
     home, output = tmp_path / "home", tmp_path / "resumed.mp4"
-    running = cli(face, clip, output, home)
+    release = tmp_path / "release"  # never created: the run is held at chunk 4 (3 finished) until killed
+    running = cli(face, clip, output, home, hold=f"hold:chunk=4,until={release}")
     deadline = time.monotonic() + 300
-    while finished_chunks(home) < 3:  # killed between chunks or in one: either way a resume
+    while not release.with_name("release.held").exists():
         assert running.poll() is None and time.monotonic() < deadline, running.communicate()
         time.sleep(0.05)
     running.send_signal(signal.SIGKILL)
     running.wait()
     kept = finished_chunks(home)
+    assert kept == 3
     again = cli(face, clip, output, home)
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
