@@ -220,9 +220,13 @@ class VideoRun:
 
     def run(self) -> ProcessResult:
         started = time.perf_counter()
-        self._set_reference()
-        self._run_chunks()
-        self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
+        try:
+            self._set_reference()
+            self._run_chunks()
+            self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
+        except InputError as error:
+            self._drop_work_of_a_bad_photo(error)
+            raise
         plan = self.plan
         timescale = plan.copy.params.timescale if plan.copy else None
         output = self.job.output
@@ -233,6 +237,14 @@ class VideoRun:
             self.pipeline.release()
         elapsed = time.perf_counter() - started
         return ProcessResult(str(self.job.output), "video", elapsed, self._stats(elapsed))
+
+    def _drop_work_of_a_bad_photo(self, error: InputError) -> None:
+        """The source photos are read while the first frames decode, so a photo without a face fails the
+        job after its first chunk: that chunk can never be resumed (another photo is another job's key),
+        so the work folder goes with the failure, as if the photo had been checked first."""
+        photos = {os.fspath(path) for path in self.job.photos()}
+        if not self.settings.keep_temp and photos & set(error.paths):
+            remove_work_dir(self.work_dir)
 
     def _set_reference(self) -> None:
         settings = self.settings

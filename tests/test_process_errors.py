@@ -49,17 +49,19 @@ def test_no_face_in_source(cli_here: RunCli, files: dict[str, Path], tmp_path: P
 
 @pytest.mark.parametrize("source", ["blank", "text"])
 def test_a_bad_source_photo_fails_a_video_too(
-    cli_here: RunCli, files: dict[str, Path], tmp_path: Path, source: str
+    cli_here: RunCli, files: dict[str, Path], tmp_path: Path, private_home: Path, source: str
 ) -> None:
     """A video's source photos are read while its frames are decoded (``load_sources_in_background``):
     a photo without a face (or not an image) fails the job all the same, with the same line, though no
-    face ever shows in the video, and leaves no output."""
+    face ever shows in the video, and leaves no output and no work folder."""
     clip = videos.write_video(tmp_path / "pan.mp4", videos.panning_scene(320, 240, 30), 30)
     output = tmp_path / "out.mp4"
     completed = cli_here(["process", "-s", str(files[source]), "-t", str(clip), "-o", str(output)])
     problem = f"no face found in {files[source]}" if source == "blank" else f"source {files[source]} cannot be read"
     one_line_error(completed, problem)
     assert not output.exists()
+    work = private_home / "work"
+    assert not work.exists() or not any(work.iterdir()), "the failed job's work folder is left behind"
 
 
 @pytest.mark.parametrize("role", ["source", "target"])
