@@ -38,7 +38,7 @@ from facefusion_ui.video.commands import copy_piece_args, join_pieces_args, spli
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
 from facefusion_ui.video.probe import probe_video
-from facefusion_ui.video.splice import SpliceParams, trace_fields
+from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
 from tests.conftest import ROOT
 from tests.support import media, videos
 
@@ -425,6 +425,45 @@ def test_splice_encoder_arguments_match_the_source() -> None:
     assert "bframes=0:open-gop=0:repeat-headers=1:level-idc=2.0:high-tier=0:log-level=error" in no_b
     deep = SpliceParams("h264", "high", None, False, [], None, Fraction(1, 90000), 4).encoder_args(80, "fast")
     assert deep[deep.index("-bsf:v") + 1] == "setts=dts=DTS-2"
+
+
+def trace_of_user_data(text: bytes) -> str:
+    """``trace_headers``' lines for an SEI message's payload bytes, as ffmpeg prints them."""
+    return "".join(
+        f"[trace_headers @ 0x5] {168 + 8 * i}         user_data_payload_byte[{i}]       {byte:08b} = {byte}\n"
+        for i, byte in enumerate(text)
+    )
+
+
+def test_the_sources_crf_is_read_from_its_encoders_settings() -> None:
+    x264 = b"\x01x264 - core 164 r3095 - H.264/MPEG-4 AVC codec - options: cabac=1 rc=crf mbtree=1 crf=23.0 qcomp=0.60"
+    assert source_crf_of(trace_of_user_data(x264)) == 23.0
+    x265 = b"x265 (build 199) - 3.5:[Linux][GCC 11.2.0][64 bit] 8bit - options: cpuid=1 crf=28.0 qcomp=0.60"
+    assert source_crf_of(trace_of_user_data(x265)) == 28.0
+    assert source_crf_of(trace_of_user_data(b"x264 - core 164 - options: rc=abr bitrate=2000")) is None
+    assert source_crf_of(trace_of_user_data(b"Lavc61.3.100 crf=20")) is None  # not an x264/x265 settings string
+    assert source_crf_of("") is None
+
+
+def test_changed_stretches_are_encoded_no_finer_than_five_crf_steps_below_the_source() -> None:
+    at_23 = SpliceParams("h264", "high", "3.1", False, [], None, Fraction(1, 12800), 2, source_crf=23.0)
+    assert at_23.crf(80) == 18  # the default quality's CRF 10 would spend 5x the source's bits on its noise
+    assert at_23.crf(40) == 31  # coarser than the source when the setting asks for it
+    assert PARAMS.crf(80) == 10  # unknown source CRF: the setting's
+    args = at_23.encoder_args(80, "veryfast")
+    assert args[args.index("-crf") + 1] == "18"
+    vp9_params = SpliceParams("vp9", "0", None, False, [], None, Fraction(1, 1000), 0, source_crf=30.0)
+    vp9 = vp9_params.encoder_args(80, "fast")
+    assert vp9[vp9.index("-crf") + 1 : vp9.index("-crf") + 4] == ["13", "-b:v", "0"]
+
+
+def test_the_crf_of_a_real_x264_source_is_found(tmp_path: Path) -> None:
+    clip = tmp_path / "crf30.mp4"
+    command = [ffmpeg(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=2"]
+    subprocess.run([*command, *ENCODERS["libx264"], "-crf", "30", "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
+    source = probe_copy_source(ffmpeg(), probe_video(clip))
+    assert not isinstance(source, str)
+    assert source.params.source_crf == 30.0 and source.params.crf(80) == 25
 
 
 def test_copy_piece_and_join_commands() -> None:

@@ -61,17 +61,23 @@ def test_an_unwritable_folder_still_gives_the_detector(tmp_path: Path) -> None:
 
 
 def test_mediapipe_is_imported_without_matplotlib() -> None:
-    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one."""
+    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one; the
+    tasks API (and sounddevice, which runs gcc to look for PortAudio) only when something asks for it."""
     script = (
-        "import sys\n"
+        "import resource, sys\n"
         "from facefusion_ui.faces.mediapipe_import import import_mediapipe\n"
         "import_mediapipe()\n"
         "from mediapipe.python.solutions import drawing_utils, face_detection\n"
         "assert 'matplotlib' not in sys.modules and 'matplotlib.pyplot' not in sys.modules, 'matplotlib imported'\n"
+        "assert 'sounddevice' not in sys.modules and 'mediapipe.tasks' not in sys.modules, 'tasks imported'\n"
+        "assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw == 0, 'a program was run'\n"
         "figure = drawing_utils.plt.figure\n"
         "import matplotlib.pyplot\n"
         "assert figure is matplotlib.pyplot.figure and callable(figure)\n"
         "assert type(sys.modules['matplotlib']).__name__ == 'module'\n"
+        "import mediapipe\n"
+        "assert mediapipe.tasks.vision.FaceDetector.__name__ == 'FaceDetector'\n"
+        "assert type(sys.modules['mediapipe.tasks']).__name__ == 'module'\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

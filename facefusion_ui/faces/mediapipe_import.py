@@ -1,9 +1,12 @@
-"""mediapipe imported without matplotlib. mediapipe's package imports its drawing helpers, which import
-``matplotlib.pyplot`` for a 3-D plot nobody here draws: two thirds of mediapipe's import time (0.35 s of
-CPU at every start of a command that reads a face). While mediapipe is first imported, matplotlib and
-pyplot are stand-ins that import the real module when an attribute is first asked of them; afterwards
-they leave ``sys.modules``, so whoever imports matplotlib later gets the real one. A process that already
-imported matplotlib keeps it as it is."""
+"""mediapipe imported without matplotlib, its tasks API or sounddevice. mediapipe's package imports its
+drawing helpers, which import ``matplotlib.pyplot`` for a 3-D plot nobody here draws: two thirds of
+mediapipe's import time (0.35 s of CPU at every start of a command that reads a face). It also imports
+its tasks API (``mediapipe.tasks``: only the legacy solutions are used here), whose audio recorder
+imports sounddevice, which looks for PortAudio with ``ctypes.util.find_library``: on Linux that runs
+``ldconfig`` and ``gcc`` three times each, 0.2 s at the start of every video. While mediapipe is first
+imported, matplotlib, pyplot and the tasks API are stand-ins that import the real module when an
+attribute is first asked of them; afterwards they leave ``sys.modules``, so whoever imports them later
+gets the real ones. A process that already imported any of them keeps it as it is."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import sys
 import types
 from typing import Any
 
-STAND_INS = ("matplotlib", "matplotlib.pyplot")
+STAND_INS = ("matplotlib", "matplotlib.pyplot", "mediapipe.tasks", "mediapipe.tasks.python")
 
 
 class StandIn(types.ModuleType):
@@ -36,6 +39,7 @@ def import_mediapipe() -> None:
         return
     stand_ins = {name: StandIn(name) for name in STAND_INS}
     stand_ins["matplotlib"].pyplot = stand_ins["matplotlib.pyplot"]  # type: ignore[attr-defined]
+    stand_ins["mediapipe.tasks"].python = stand_ins["mediapipe.tasks.python"]  # type: ignore[attr-defined]
     sys.modules.update(stand_ins)
     try:
         import mediapipe  # noqa: F401
