@@ -39,6 +39,7 @@ from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
 from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
+from facefusion_ui.video_job import VideoPlan
 from tests.conftest import ROOT
 from tests.support import media, videos
 
@@ -464,6 +465,23 @@ def test_the_crf_of_a_real_x264_source_is_found(tmp_path: Path) -> None:
     source = probe_copy_source(ffmpeg(), probe_video(clip))
     assert not isinstance(source, str)
     assert source.params.source_crf == 30.0 and source.params.crf(80) == 25
+
+
+def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ffmpeg run of the planning stands between the command and the first frame: the packets listed
+    while probing the video are the ones the copy path reads (ffmpeg runs counted by a wrapper script)."""
+    clip = tmp_path / "clip.mp4"
+    command = [ffmpeg(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=3"]
+    subprocess.run([*command, *ENCODERS["libx264"], "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
+    log, wrapper = tmp_path / "runs.txt", tmp_path / "ffmpeg.sh"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {ffmpeg()} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("FACEFUSION_UI_FFMPEG", str(wrapper))
+    plan = VideoPlan.make(settings(), clip, tmp_path / "out.mp4", str(wrapper))
+    assert plan.copy is not None and plan.copy.cuts == [0, 25, 50] and plan.copy.params.source_crf == 23.0
+    runs = log.read_text(encoding="utf-8").splitlines()
+    assert len([run for run in runs if "framecrc" in run]) == 1, runs
+    assert len([run for run in runs if "trace_headers" in run]) == 1, runs
 
 
 def test_copy_piece_and_join_commands() -> None:

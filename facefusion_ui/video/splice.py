@@ -18,6 +18,7 @@ decoded source frames at 47.9 dB PSNR (CRF 10: 51.6 dB; the copied GOPs are the 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -203,19 +204,25 @@ def encoder_available(ffmpeg: str, encoder: str) -> bool:
     return any(line.split()[1:2] == [encoder] for line in completed.stdout.splitlines() if line.strip())
 
 
-def probe_copy_source(ffmpeg: str, info: VideoInfo) -> CopySource | str:
-    """Packets, cuts and splice parameters of the source, or why it cannot be spliced."""
+def probe_copy_source(ffmpeg: str, info: VideoInfo, listing: str | None = None) -> CopySource | str:
+    """Packets, cuts and splice parameters of the source, or why it cannot be spliced. ``listing``: the
+    packets as ``probe.probe_video_listing`` listed them (None: listed here). The first frame's headers
+    are read beside the encoder check: each ffmpeg run here stands between the command and the first frame."""
     encoder = SPLICE_ENCODERS[info.codec]
-    if not encoder_available(ffmpeg, encoder):
-        return f"this ffmpeg has no {encoder} to encode {info.codec}"
     source = Path(info.path)
-    listed = run_tool(packets_args(ffmpeg, source))
-    packets = parse_packets(listed.stdout)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-headers") as pool:
+        tracing = pool.submit(run_tool, trace_headers_args(ffmpeg, source), 120)
+        available = encoder_available(ffmpeg, encoder)
+        listed = run_tool(packets_args(ffmpeg, source)) if listing is None and available else None
+        traced = tracing.result()
+    if not available:
+        return f"this ffmpeg has no {encoder} to encode {info.codec}"
+    packets = parse_packets(listed.stdout if listed is not None else listing or "")
     if packets.count != info.frame_count:
-        return f"the packets could not be listed ({stderr_tail(listed.stderr, 1) or 'count differs'})"
+        reason = stderr_tail(listed.stderr, 1) if listed is not None else ""
+        return f"the packets could not be listed ({reason or 'count differs'})"
     if packets.frame_ticks() is None:
         return "frames do not last a whole, equal number of time-base ticks"
-    traced = run_tool(trace_headers_args(ffmpeg, source), timeout_s=120)
     params = params_of(info.codec, trace_fields(traced.stderr), packets, source_crf_of(traced.stderr))
     if isinstance(params, str):
         return params
