@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import InputError, OutOfMemory
+from facefusion_ui.faces.detection_schedule import warm_proposer
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.inference import SessionPool
@@ -203,6 +204,7 @@ class VideoRun:
         self.context = context
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
+        self.warming = warm_proposer(runtime, job.settings)  # beside the planning's ffmpeg runs
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         passing = PeoplePassProgress(context.progress) if context.progress is not None else None
@@ -226,6 +228,8 @@ class VideoRun:
         started = time.perf_counter()
         self._set_reference()
         self._run_chunks()
+        if self.warming is not None:
+            self.warming.join()  # long done: loaded before the first probe without faces needed it
         self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
         plan = self.plan
         timescale = plan.copy.params.timescale if plan.copy else None
