@@ -204,7 +204,7 @@ class VideoRun:
         self.context = context
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
-        self.warming = warm_proposer(runtime, job.settings)  # beside the planning's ffmpeg runs
+        self.warming = warm_proposer(job.settings)  # beside the planning's ffmpeg runs
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         passing = PeoplePassProgress(context.progress) if context.progress is not None else None

@@ -34,9 +34,11 @@ from facefusion_ui.processors.base import FrameContext
 from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings, StateManager
 from facefusion_ui.types import Frame
+from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.commands import copy_piece_args, join_pieces_args, splice_encode_args
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
+from facefusion_ui.video.pieces import ChunkCopy, PieceSink
 from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
 from facefusion_ui.video_job import VideoPlan
@@ -482,6 +484,34 @@ def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypa
     runs = log.read_text(encoding="utf-8").splitlines()
     assert len([run for run in runs if "framecrc" in run]) == 1, runs
     assert len([run for run in runs if "trace_headers" in run]) == 1, runs
+
+
+def test_a_copied_piece_is_copied_once_it_is_whole(tmp_path: Path) -> None:
+    """The stretch before a face is copied while the frames after it are still coming (an encoder opened
+    after it: nothing extends it any more), the rest at the chunk's end; the copied frames stay bit-exact."""
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    info = probe_video(clip)
+    source = probe_copy_source(ffmpeg(), info)
+    assert not isinstance(source, str)
+    copy = ChunkCopy(source, gops_in(source.cuts, 0, FRAMES, FRAMES))
+    sink = PieceSink(ffmpeg(), info, Chunk(0, 0, FRAMES), tmp_path / "segment.mp4", settings(), copy)
+    raw = subprocess.run(
+        [ffmpeg(), "-v", "error", "-i", str(clip), "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    size = 320 * 240 * 3 // 2
+    started: dict[int, list[int]] = {}
+    for index in range(FRAMES):
+        frame = np.frombuffer(raw[index * size : (index + 1) * size], dtype=np.uint8).reshape(360, 320)
+        sink.put(index, frame, FACE[0] <= index < FACE[1])
+        started[index] = sorted(sink.copies)
+    assert started[FACE[0] - 1] == [] and started[FACE[0]] == [0]  # frames 0-49, once GOP 50's encoder opened
+    counts = sink.close()
+    assert sorted(sink.copies) == [0, 100] and counts.gops_copied == 4 and counts.gops_encoded == 2
+    kept = [i for i in range(FRAMES) if not 50 <= i < 100]
+    source_md5s, segment_md5s = frame_md5s(clip), frame_md5s(tmp_path / "segment.mp4")
+    assert [segment_md5s[i] for i in kept] == [source_md5s[i] for i in kept]
 
 
 def test_copy_piece_and_join_commands() -> None:

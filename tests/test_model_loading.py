@@ -1,6 +1,6 @@
 """What a command's start-up loads, made cheaper: dlib's HOG detector read from its saved binary copy (the
 same detector: the same faces with the same margins), mediapipe imported without matplotlib or its tasks
-API, a video's source photos read in the background, and the proposer warmed beside a video's planning."""
+API, a video's source photos read in the background, and the proposer imported beside a video's planning."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.errors import InputError
-from facefusion_ui.faces.analyser import PROPOSER, FaceAnalyser
-from facefusion_ui.faces.detection_schedule import warm_proposer
+from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
@@ -111,22 +110,21 @@ def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
             asked()
 
 
-def test_the_proposer_is_loaded_beside_the_planning_once_and_only_when_probes_use_it() -> None:
-    """A video with the default detector warms BlazeFace on its own thread; the probe then finds it loaded
-    (one load in all); settings whose probes never propose load nothing."""
-    runtime = ModelRuntime.create(Settings())
-    warming = warm_proposer(runtime, Settings())
-    assert warming is not None
-    warming.join(timeout=120)
-    assert not warming.is_alive() and runtime.embedded.loads[PROPOSER] == 1
-    with runtime.using(PROPOSER) as model:
-        assert model is runtime.embedded_model(PROPOSER)
-    assert runtime.embedded.loads[PROPOSER] == 1
-    never = [
-        Settings(face_detector_interval=1),
-        Settings(face_detector_model="mediapipe_blazeface"),
-        Settings(face_detector_upsample=0),
-    ]
-    idle = ModelRuntime.create(Settings())
-    assert all(warm_proposer(idle, settings) is None for settings in never)
-    assert idle.embedded.loaded() == []
+def test_the_proposer_is_imported_beside_the_planning_only_when_probes_use_it() -> None:
+    """A video with the default detector imports mediapipe's face detection on its own thread (no graph
+    built: that captures the process's stderr); settings whose probes never propose import nothing."""
+    script = (
+        "import sys\n"
+        "from facefusion_ui.faces.detection_schedule import warm_proposer\n"
+        "from facefusion_ui.state_manager import Settings\n"
+        "never = [Settings(face_detector_interval=1), Settings(face_detector_model='mediapipe_blazeface'),\n"
+        "         Settings(face_detector_upsample=0)]\n"
+        "assert all(warm_proposer(settings) is None for settings in never)\n"
+        "assert 'mediapipe' not in sys.modules, 'imported for settings that never propose'\n"
+        "warming = warm_proposer(Settings())\n"
+        "warming.join(timeout=120)\n"
+        "assert not warming.is_alive() and 'mediapipe.python.solutions.face_detection' in sys.modules\n"
+        "assert warming.name == 'warm-proposer'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -5,6 +5,7 @@ restored as a ``ScheduleState``. The frames it does not skip are analysed by the
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -13,12 +14,12 @@ from typing import Protocol
 
 import numpy as np
 
-from facefusion_ui.faces.analyser import PROPOSER, FaceAnalyser, SearchView, without_overlaps
+from facefusion_ui.faces.analyser import FaceAnalyser, SearchView, without_overlaps
 from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
-from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.schedule import (
     FULL_PROBE_EVERY,
     STRETCH_GROWTH,
@@ -74,19 +75,22 @@ def proposes(settings: Settings) -> bool:
     return hog_upsampled and settings.face_detector_interval > 1
 
 
-def warm_proposer(runtime: ModelRuntime, settings: Settings) -> threading.Thread | None:
-    """Load BlazeFace, the proposer, on a thread of its own now (None when ``settings`` never use it): a
-    video's first probe without faces would otherwise wait for it (mediapipe's import and graph, 0.1 s of
-    CPU and more of wall), while the job's planning leaves a core idle waiting for ffmpeg. A failure is
-    left to the probe, which raises it."""
+def warm_proposer(settings: Settings) -> threading.Thread | None:
+    """Import mediapipe's face detection, the proposer's, on a thread of its own now (None when
+    ``settings`` never use it): a video's first probe without faces would otherwise wait for the import
+    (0.1 s of CPU, more of wall), while the job's planning leaves a core idle waiting for ffmpeg. Only the
+    import: building the graph captures the process's native stderr (``runtime._load_quietly``), which
+    would swallow what the planning says meanwhile (its INFO lines, an error). A failure is left to the
+    probe, which raises it."""
     if not proposes(settings):
         return None
 
     def load() -> None:
         try:
-            runtime.embedded_model(PROPOSER)
-        except Exception as error:  # the probe loads it again and raises
-            logger.debug("warming %s failed: %s", PROPOSER, error)
+            import_mediapipe()
+            importlib.import_module("mediapipe.python.solutions.face_detection")
+        except Exception as error:  # the probe imports it again and raises
+            logger.debug("importing mediapipe beforehand failed: %s", error)
 
     thread = threading.Thread(target=load, name="warm-proposer", daemon=True)
     thread.start()
