@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 import types
 from typing import Any
 
 STAND_INS = ("matplotlib", "matplotlib.pyplot", "mediapipe.tasks", "mediapipe.tasks.python")
+IMPORTING = threading.Lock()
+"""One import at a time: a video warms the proposer's import on a thread of its own while the source
+photos' thread may import mediapipe too; the second must neither see the first's stand-ins nor a
+half-imported mediapipe and go on as if it were whole."""
 
 
 class StandIn(types.ModuleType):
@@ -31,6 +36,11 @@ class StandIn(types.ModuleType):
 
 def import_mediapipe() -> None:
     """Import mediapipe (once per process) with matplotlib's stand-ins in place meanwhile."""
+    with IMPORTING:
+        _import_with_stand_ins()
+
+
+def _import_with_stand_ins() -> None:
     if "mediapipe" in sys.modules:
         return
     if any(name in sys.modules for name in STAND_INS):
