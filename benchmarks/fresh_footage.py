@@ -160,6 +160,7 @@ def ours(checkout: Path, clip: Path, face: Path, output: Path, work: Path) -> tu
     shutil.rmtree(work, ignore_errors=True)
     command = [sys.executable, str(checkout / "run.py"), "process", "-s", str(face), "-t", str(clip)]
     environment = {**os.environ, "FACEFUSION_UI_HOME": str(work), "PYTHONPATH": str(checkout)}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules compiled once, not at every start
     timing, stdout = timed_run([*command, "-o", str(output), "--json"], environment)
     summary: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
     return timing, summary
@@ -181,7 +182,7 @@ def measure(name: str, clip: Path, face: Path, work: Path, pairs: int, baseline:
             (wall, cpu), summaries[label] = ours(checkout, clip, face, work / f"{label}.mp4", work / "run_home")
             ratios[label].append((wall / plain[0], cpu / plain[1]))
             line += f", {label} {wall:6.2f} s = {wall / plain[0]:5.2f}x (CPU {cpu / plain[1]:5.2f}x)"
-        print(line, flush=True)
+        print(f"{line}  (load average {os.getloadavg()[0]:.1f})", flush=True)
     for label in checkouts:
         shown = {key: summaries[label][key] for key in SHOWN if key in summaries[label]}
         wall_ratio, cpu_ratio = np.mean(ratios[label], axis=0)

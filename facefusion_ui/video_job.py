@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from facefusion_ui.errors import InputError, OutOfMemory
+from facefusion_ui.faces.detection_schedule import warm_proposer
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.inference import SessionPool
@@ -49,7 +50,7 @@ from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
 from facefusion_ui.video.output_format import OutputFormat, changed_reason, output_format
 from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
-from facefusion_ui.video.probe import VideoInfo, probe_video
+from facefusion_ui.video.probe import VideoInfo, probe_video_listing
 from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
 from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
 from facefusion_ui.video.yuv import even_size
@@ -124,14 +125,14 @@ class VideoPlan:
 
     @classmethod
     def make(cls, settings: Settings, target: Path, output: Path, ffmpeg: str) -> VideoPlan:
-        info = probe_video(target)
+        info, listing = probe_video_listing(target)
         first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
         if last <= first:
             raise InputError(
                 f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
                 f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
             )
-        return cls.of(settings, info, (first, last), output, ffmpeg)
+        return cls.of(settings, info, (first, last), output, ffmpeg, listing=listing)
 
     @classmethod
     def of(
@@ -142,8 +143,10 @@ class VideoPlan:
         output: Path,
         ffmpeg: str,
         resize: Resize | None = None,
+        listing: str | None = None,
     ) -> VideoPlan:
-        """The plan for the frames ``[first, last)``; ``resize``: the encoded size the processors make."""
+        """The plan for the frames ``[first, last)``; ``resize``: the encoded size the processors make;
+        ``listing``: the source's packets as probing listed them (``probe.probe_video_listing``)."""
         first, last = frames
         size = even_size(info.width, info.height)
         encoded = resize(*size) if resize is not None else size
@@ -162,7 +165,7 @@ class VideoPlan:
             chunks = plan_chunks(first, last, length)
             resized = encoded if encoded != size else None
             return cls(info, first, last, budget, settings, length, chunks, resized, None, changed, made)
-        copy, reason = copy_source_for(settings, info, output, ffmpeg)
+        copy, reason = copy_source_for(settings, info, output, ffmpeg, listing)
         chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
         return cls(info, first, last, budget, settings, length, chunks, None, copy, None if copy else reason, made)
 
@@ -175,14 +178,16 @@ class VideoPlan:
         return VideoPlan.of(settings, self.info, (self.first, self.last), output, ffmpeg, resize)
 
 
-def copy_source_for(settings: Settings, info: VideoInfo, output: Path, ffmpeg: str) -> tuple[CopySource | None, str]:
+def copy_source_for(
+    settings: Settings, info: VideoInfo, output: Path, ffmpeg: str, listing: str | None = None
+) -> tuple[CopySource | None, str]:
     """The source to copy untouched GOPs from, or None and why every frame is encoded instead; with
     ``--video-copy-unchanged on`` a reason is an InputError."""
     mode = settings.video_copy_unchanged
     if mode == "off":
         return None, "--video-copy-unchanged off"
     reason = static_reason(settings, info, output)
-    found = probe_copy_source(ffmpeg, info) if reason is None else reason
+    found = probe_copy_source(ffmpeg, info, listing) if reason is None else reason
     if isinstance(found, CopySource):
         return found, ""
     if mode == "on":
@@ -199,6 +204,7 @@ class VideoRun:
         self.context = context
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
+        self.warming = warm_proposer(job.settings)  # beside the planning's ffmpeg runs
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         passing = PeoplePassProgress(context.progress) if context.progress is not None else None
@@ -223,6 +229,8 @@ class VideoRun:
         try:
             self._set_reference()
             self._run_chunks()
+            if self.warming is not None:
+                self.warming.join()  # long done: loaded before the first probe without faces needed it
             self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
         except InputError as error:
             self._drop_work_of_a_bad_photo(error)

@@ -34,11 +34,14 @@ from facefusion_ui.processors.base import FrameContext
 from facefusion_ui.processors.registry import ProcessorEntry, ProcessorRegistry
 from facefusion_ui.state_manager import Settings, StateManager
 from facefusion_ui.types import Frame
+from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.commands import copy_piece_args, join_pieces_args, splice_encode_args
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
+from facefusion_ui.video.pieces import ChunkCopy, PieceSink
 from facefusion_ui.video.probe import probe_video
-from facefusion_ui.video.splice import SpliceParams, trace_fields
+from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
+from facefusion_ui.video_job import VideoPlan
 from tests.conftest import ROOT
 from tests.support import media, videos
 
@@ -425,6 +428,90 @@ def test_splice_encoder_arguments_match_the_source() -> None:
     assert "bframes=0:open-gop=0:repeat-headers=1:level-idc=2.0:high-tier=0:log-level=error" in no_b
     deep = SpliceParams("h264", "high", None, False, [], None, Fraction(1, 90000), 4).encoder_args(80, "fast")
     assert deep[deep.index("-bsf:v") + 1] == "setts=dts=DTS-2"
+
+
+def trace_of_user_data(text: bytes) -> str:
+    """``trace_headers``' lines for an SEI message's payload bytes, as ffmpeg prints them."""
+    return "".join(
+        f"[trace_headers @ 0x5] {168 + 8 * i}         user_data_payload_byte[{i}]       {byte:08b} = {byte}\n"
+        for i, byte in enumerate(text)
+    )
+
+
+def test_the_sources_crf_is_read_from_its_encoders_settings() -> None:
+    x264 = b"\x01x264 - core 164 r3095 - H.264/MPEG-4 AVC codec - options: cabac=1 rc=crf mbtree=1 crf=23.0 qcomp=0.60"
+    assert source_crf_of(trace_of_user_data(x264)) == 23.0
+    x265 = b"x265 (build 199) - 3.5:[Linux][GCC 11.2.0][64 bit] 8bit - options: cpuid=1 crf=28.0 qcomp=0.60"
+    assert source_crf_of(trace_of_user_data(x265)) == 28.0
+    assert source_crf_of(trace_of_user_data(b"x264 - core 164 - options: rc=abr bitrate=2000")) is None
+    assert source_crf_of(trace_of_user_data(b"Lavc61.3.100 crf=20")) is None  # not an x264/x265 settings string
+    assert source_crf_of("") is None
+
+
+def test_changed_stretches_are_encoded_no_finer_than_five_crf_steps_below_the_source() -> None:
+    at_23 = SpliceParams("h264", "high", "3.1", False, [], None, Fraction(1, 12800), 2, source_crf=23.0)
+    assert at_23.crf(80) == 18  # the default quality's CRF 10 would spend 5x the source's bits on its noise
+    assert at_23.crf(40) == 31  # coarser than the source when the setting asks for it
+    assert PARAMS.crf(80) == 10  # unknown source CRF: the setting's
+    args = at_23.encoder_args(80, "veryfast")
+    assert args[args.index("-crf") + 1] == "18"
+    vp9_params = SpliceParams("vp9", "0", None, False, [], None, Fraction(1, 1000), 0, source_crf=30.0)
+    vp9 = vp9_params.encoder_args(80, "fast")
+    assert vp9[vp9.index("-crf") + 1 : vp9.index("-crf") + 4] == ["13", "-b:v", "0"]
+
+
+def test_the_crf_of_a_real_x264_source_is_found(tmp_path: Path) -> None:
+    clip = tmp_path / "crf30.mp4"
+    command = [ffmpeg(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=2"]
+    subprocess.run([*command, *ENCODERS["libx264"], "-crf", "30", "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
+    source = probe_copy_source(ffmpeg(), probe_video(clip))
+    assert not isinstance(source, str)
+    assert source.params.source_crf == 30.0 and source.params.crf(80) == 25
+
+
+def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ffmpeg run of the planning stands between the command and the first frame: the packets listed
+    while probing the video are the ones the copy path reads (ffmpeg runs counted by a wrapper script)."""
+    clip = tmp_path / "clip.mp4"
+    command = [ffmpeg(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=3"]
+    subprocess.run([*command, *ENCODERS["libx264"], "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
+    log, wrapper = tmp_path / "runs.txt", tmp_path / "ffmpeg.sh"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {ffmpeg()} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("FACEFUSION_UI_FFMPEG", str(wrapper))
+    plan = VideoPlan.make(settings(), clip, tmp_path / "out.mp4", str(wrapper))
+    assert plan.copy is not None and plan.copy.cuts == [0, 25, 50] and plan.copy.params.source_crf == 23.0
+    runs = log.read_text(encoding="utf-8").splitlines()
+    assert len([run for run in runs if "framecrc" in run]) == 1, runs
+    assert len([run for run in runs if "trace_headers" in run]) == 1, runs
+
+
+def test_a_copied_piece_is_copied_once_it_is_whole(tmp_path: Path) -> None:
+    """The stretch before a face is copied while the frames after it are still coming (an encoder opened
+    after it: nothing extends it any more), the rest at the chunk's end; the copied frames stay bit-exact."""
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    info = probe_video(clip)
+    source = probe_copy_source(ffmpeg(), info)
+    assert not isinstance(source, str)
+    copy = ChunkCopy(source, gops_in(source.cuts, 0, FRAMES, FRAMES))
+    sink = PieceSink(ffmpeg(), info, Chunk(0, 0, FRAMES), tmp_path / "segment.mp4", settings(), copy)
+    raw = subprocess.run(
+        [ffmpeg(), "-v", "error", "-i", str(clip), "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    size = 320 * 240 * 3 // 2
+    started: dict[int, list[int]] = {}
+    for index in range(FRAMES):
+        frame = np.frombuffer(raw[index * size : (index + 1) * size], dtype=np.uint8).reshape(360, 320)
+        sink.put(index, frame, FACE[0] <= index < FACE[1])
+        started[index] = sorted(sink.copies)
+    assert started[FACE[0] - 1] == [] and started[FACE[0]] == [0]  # frames 0-49, once GOP 50's encoder opened
+    counts = sink.close()
+    assert sorted(sink.copies) == [0, 100] and counts.gops_copied == 4 and counts.gops_encoded == 2
+    kept = [i for i in range(FRAMES) if not 50 <= i < 100]
+    source_md5s, segment_md5s = frame_md5s(clip), frame_md5s(tmp_path / "segment.mp4")
+    assert [segment_md5s[i] for i in kept] == [source_md5s[i] for i in kept]
 
 
 def test_copy_piece_and_join_commands() -> None:

@@ -1,6 +1,6 @@
 """What a command's start-up loads, made cheaper: dlib's HOG detector read from its saved binary copy (the
-same detector: the same faces with the same margins), mediapipe imported without matplotlib, and a video's
-source photos read in the background."""
+same detector: the same faces with the same margins), mediapipe imported without matplotlib or its tasks
+API, a video's source photos read in the background, and the proposer imported beside a video's planning."""
 
 from __future__ import annotations
 
@@ -61,17 +61,23 @@ def test_an_unwritable_folder_still_gives_the_detector(tmp_path: Path) -> None:
 
 
 def test_mediapipe_is_imported_without_matplotlib() -> None:
-    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one."""
+    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one; the
+    tasks API (and sounddevice, which runs gcc to look for PortAudio) only when something asks for it."""
     script = (
-        "import sys\n"
+        "import resource, sys\n"
         "from facefusion_ui.faces.mediapipe_import import import_mediapipe\n"
         "import_mediapipe()\n"
         "from mediapipe.python.solutions import drawing_utils, face_detection\n"
         "assert 'matplotlib' not in sys.modules and 'matplotlib.pyplot' not in sys.modules, 'matplotlib imported'\n"
+        "assert 'sounddevice' not in sys.modules and 'mediapipe.tasks' not in sys.modules, 'tasks imported'\n"
+        "assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw == 0, 'a program was run'\n"
         "figure = drawing_utils.plt.figure\n"
         "import matplotlib.pyplot\n"
         "assert figure is matplotlib.pyplot.figure and callable(figure)\n"
         "assert type(sys.modules['matplotlib']).__name__ == 'module'\n"
+        "import mediapipe\n"
+        "assert mediapipe.tasks.vision.FaceDetector.__name__ == 'FaceDetector'\n"
+        "assert type(sys.modules['mediapipe.tasks']).__name__ == 'module'\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -102,3 +108,23 @@ def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
     for asked in (bad.check, bad.raise_if_failed, lambda: bad.faces):
         with pytest.raises(InputError, match="no face found in"):
             asked()
+
+
+def test_the_proposer_is_imported_beside_the_planning_only_when_probes_use_it() -> None:
+    """A video with the default detector imports mediapipe's face detection on its own thread (no graph
+    built: that captures the process's stderr); settings whose probes never propose import nothing."""
+    script = (
+        "import sys\n"
+        "from facefusion_ui.faces.detection_schedule import warm_proposer\n"
+        "from facefusion_ui.state_manager import Settings\n"
+        "never = [Settings(face_detector_interval=1), Settings(face_detector_model='mediapipe_blazeface'),\n"
+        "         Settings(face_detector_upsample=0)]\n"
+        "assert all(warm_proposer(settings) is None for settings in never)\n"
+        "assert 'mediapipe' not in sys.modules, 'imported for settings that never propose'\n"
+        "warming = warm_proposer(Settings())\n"
+        "warming.join(timeout=120)\n"
+        "assert not warming.is_alive() and 'mediapipe.python.solutions.face_detection' in sys.modules\n"
+        "assert warming.name == 'warm-proposer'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -5,6 +5,9 @@ restored as a ``ScheduleState``. The frames it does not skip are analysed by the
 
 from __future__ import annotations
 
+import importlib
+import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,6 +19,7 @@ from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
+from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.schedule import (
     FULL_PROBE_EVERY,
     STRETCH_GROWTH,
@@ -28,6 +32,8 @@ from facefusion_ui.faces.schedule import (
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,35 @@ def seen_to_saved(seen: LastSeen) -> tuple[tuple[float, float, float, float], ..
     if isinstance(seen, NothingSeen):
         return None
     return tuple((float(box[0]), float(box[1]), float(box[2]), float(box[3])) for box in seen.boxes)
+
+
+def proposes(settings: Settings) -> bool:
+    """Whether a video's probes in a stretch without faces search BlazeFace's candidates (``probe_cheaply``):
+    with HOG upsampled (the default detector) and an interval above 1."""
+    hog_upsampled = settings.face_detector_model == "dlib_hog" and settings.face_detector_upsample > 0
+    return hog_upsampled and settings.face_detector_interval > 1
+
+
+def warm_proposer(settings: Settings) -> threading.Thread | None:
+    """Import mediapipe's face detection, the proposer's, on a thread of its own now (None when
+    ``settings`` never use it): a video's first probe without faces would otherwise wait for the import
+    (0.1 s of CPU, more of wall), while the job's planning leaves a core idle waiting for ffmpeg. Only the
+    import: building the graph captures the process's native stderr (``runtime._load_quietly``), which
+    would swallow what the planning says meanwhile (its INFO lines, an error). A failure is left to the
+    probe, which raises it."""
+    if not proposes(settings):
+        return None
+
+    def load() -> None:
+        try:
+            import_mediapipe()
+            importlib.import_module("mediapipe.python.solutions.face_detection")
+        except Exception as error:  # the probe imports it again and raises
+            logger.debug("importing mediapipe beforehand failed: %s", error)
+
+    thread = threading.Thread(target=load, name="warm-proposer", daemon=True)
+    thread.start()
+    return thread
 
 
 class FaceSearch(Protocol):
@@ -247,10 +282,7 @@ class DetectionSchedule:
         under half the cost on a moving camera that the change gate cannot skip, are ``probe_cheaply``: a
         face only the full search finds (small, and missed by BlazeFace) waits for the next full probe.
         With faces in view every probe is in full, so a small face joining them is found at once."""
-        settings = self.settings
-        hog_upsampled = settings.face_detector_model == "dlib_hog" and settings.face_detector_upsample > 0
-        cheap = hog_upsampled and settings.face_detector_interval > 1
-        if not cheap or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
+        if not proposes(self.settings) or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
             self.proposed = 0
             self.stats.frames_full += 1
             return self.detect_whole(view, cells)

@@ -1,18 +1,26 @@
-"""mediapipe imported without matplotlib. mediapipe's package imports its drawing helpers, which import
-``matplotlib.pyplot`` for a 3-D plot nobody here draws: two thirds of mediapipe's import time (0.35 s of
-CPU at every start of a command that reads a face). While mediapipe is first imported, matplotlib and
-pyplot are stand-ins that import the real module when an attribute is first asked of them; afterwards
-they leave ``sys.modules``, so whoever imports matplotlib later gets the real one. A process that already
-imported matplotlib keeps it as it is."""
+"""mediapipe imported without matplotlib, its tasks API or sounddevice. mediapipe's package imports its
+drawing helpers, which import ``matplotlib.pyplot`` for a 3-D plot nobody here draws: two thirds of
+mediapipe's import time (0.35 s of CPU at every start of a command that reads a face). It also imports
+its tasks API (``mediapipe.tasks``: only the legacy solutions are used here), whose audio recorder
+imports sounddevice, which looks for PortAudio with ``ctypes.util.find_library``: on Linux that runs
+``ldconfig`` and ``gcc`` three times each, 0.2 s at the start of every video. While mediapipe is first
+imported, matplotlib, pyplot and the tasks API are stand-ins that import the real module when an
+attribute is first asked of them; afterwards they leave ``sys.modules``, so whoever imports them later
+gets the real ones. A process that already imported any of them keeps it as it is."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+import threading
 import types
 from typing import Any
 
-STAND_INS = ("matplotlib", "matplotlib.pyplot")
+STAND_INS = ("matplotlib", "matplotlib.pyplot", "mediapipe.tasks", "mediapipe.tasks.python")
+IMPORTING = threading.Lock()
+"""One import at a time: a video warms the proposer's import on a thread of its own while the source
+photos' thread may import mediapipe too; the second must neither see the first's stand-ins nor a
+half-imported mediapipe and go on as if it were whole."""
 
 
 class StandIn(types.ModuleType):
@@ -28,6 +36,11 @@ class StandIn(types.ModuleType):
 
 def import_mediapipe() -> None:
     """Import mediapipe (once per process) with matplotlib's stand-ins in place meanwhile."""
+    with IMPORTING:
+        _import_with_stand_ins()
+
+
+def _import_with_stand_ins() -> None:
     if "mediapipe" in sys.modules:
         return
     if any(name in sys.modules for name in STAND_INS):
@@ -36,6 +49,7 @@ def import_mediapipe() -> None:
         return
     stand_ins = {name: StandIn(name) for name in STAND_INS}
     stand_ins["matplotlib"].pyplot = stand_ins["matplotlib.pyplot"]  # type: ignore[attr-defined]
+    stand_ins["mediapipe.tasks"].python = stand_ins["mediapipe.tasks.python"]  # type: ignore[attr-defined]
     sys.modules.update(stand_ins)
     try:
         import mediapipe  # noqa: F401

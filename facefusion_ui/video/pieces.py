@@ -7,12 +7,17 @@ changed frame of a GOP (the GOP's untouched frames before it are decoded again f
 pipeline would have passed them on) and stays open while each next GOP starts with a changed frame; a
 GOP that starts untouched closes it. Each decision depends only on the frames, so a rerun of the chunk
 (a resume) makes the same pieces, byte for byte.
+
+A copied piece is copied as soon as it is whole (an encoder opened after it), on a thread beside the
+pipeline, and the pieces still to copy at the chunk's end are copied side by side: the copies are ffmpeg
+runs that would otherwise stand, one after another, between the chunk's last frame and its segment.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +41,9 @@ from facefusion_ui.video.reader import StderrTail, read_exactly, start_process, 
 from facefusion_ui.video.splice import CopySource
 from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video.yuv import frame_bytes
+
+COPIERS = 2
+"""Pieces copied at the same moment (stream copies: reading and writing, little CPU)."""
 
 
 class SpliceFailed(FfmpegError):
@@ -85,6 +93,9 @@ class PieceSink:
     encoder: FrameWriter | None = None
     gop_index: int = 0
     gop_encoded: bool = False
+    copies: dict[int, Future[None]] = field(default_factory=dict)
+    """The copies started, by the piece's first frame."""
+    copier: ThreadPoolExecutor | None = None
 
     def put(self, index: int, data: np.ndarray, changed: bool) -> None:
         gop = self.copy.gops[self.gop_index]
@@ -120,6 +131,8 @@ class PieceSink:
         return self.segment.parent / f"piece_{self.chunk.index:05d}_{start:09d}_{kind}.mp4"
 
     def _open_encoder(self, start: int) -> FrameWriter:
+        if self.pieces and self.pieces[-1].copied:  # whole now: nothing extends it any more
+            self._copy_soon(self.pieces[-1])
         params = self.copy.source.params
         path = self._piece_path(start, "encoded")
         command = splice_encode_args(
@@ -170,10 +183,13 @@ class PieceSink:
         try:
             for piece in self.pieces:
                 if piece.copied:
-                    self._copy(piece)
+                    self._copy_soon(piece)
+            for copying in list(self.copies.values()):
+                copying.result()
             self._join()
             self._check()
         finally:
+            self._stop_copier()
             self._remove_pieces()
         return self.counts
 
@@ -181,7 +197,22 @@ class PieceSink:
         if self.encoder is not None:
             self.encoder.abort()
             self.encoder = None
+        self._stop_copier()
         self._remove_pieces()
+
+    def _copy_soon(self, piece: Piece) -> None:
+        """Start copying ``piece`` (once) on the copier's threads."""
+        if piece.start in self.copies:
+            return
+        if self.copier is None:
+            self.copier = ThreadPoolExecutor(max_workers=COPIERS, thread_name_prefix="piece-copy")
+        self.copies[piece.start] = self.copier.submit(self._copy, piece)
+
+    def _stop_copier(self) -> None:
+        """Wait for the copies under way (an ffmpeg stream copy each), drop those not started."""
+        if self.copier is not None:
+            self.copier.shutdown(wait=True, cancel_futures=True)
+            self.copier = None
 
     def _remove_pieces(self) -> None:
         for piece in self.pieces:

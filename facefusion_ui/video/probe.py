@@ -238,6 +238,12 @@ def has_only_audio(text: str) -> bool:
 
 def probe_video(path: Path) -> VideoInfo:
     """Probe ``path``; an InputError (one line, with ffmpeg's reason) when it is not a readable video."""
+    return probe_video_listing(path)[0]
+
+
+def probe_video_listing(path: Path) -> tuple[VideoInfo, str]:
+    """``probe_video``, and the video stream's packets as ``framecrc`` listed them (the copy path reads
+    them again with ``gops.parse_packets``: listing them a second time would read the whole file again)."""
     problem = file_problem(path)
     if problem is not None:
         raise InputError(f"video {path} {problem}: check the path", paths=(path,))
@@ -251,7 +257,7 @@ def probe_video(path: Path) -> VideoInfo:
         )
     times, fps, vfr, duration = frame_timing(time_base, pts, durations)
     width, height = upright(header.width, header.height, header.rotation)
-    return VideoInfo(
+    info = VideoInfo(
         path=str(path),
         width=width,
         height=height,
@@ -268,6 +274,7 @@ def probe_video(path: Path) -> VideoInfo:
         audio_codec=header.audio_codec,
         full_range=header.full_range,
     )
+    return info, packets.stdout
 
 
 def _reason(stderr: str) -> str:
