@@ -1,4 +1,5 @@
-"""The page (tabs Single, Batch, Settings) and its launch: host and port, a share link that may fail
+"""The page (tabs Single, Batch, Settings; the Live tab on its own page, ``/live``, of the same app) and its
+launch: host and port, a share link that may fail
 (offline: keep serving locally and say so), a password, analytics off, and only the output and upload
 folders served."""
 
@@ -70,11 +71,12 @@ otherwise wraps them into further columns off to the side, or squeezes them)."""
 
 def build_app(services: Any) -> Any:
     import gradio as gr
+    from gradio.components.navbar import Navbar
 
     from facefusion_ui.ui import settings, single
     from facefusion_ui.ui.api import build_api, hide_page_events
     from facefusion_ui.ui.batch import build_batch_tab
-    from facefusion_ui.ui.live import build_live_tab
+    from facefusion_ui.ui.live import LIVE_PAGE_LINK, LIVE_ROUTE, build_live_tab
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
@@ -86,10 +88,11 @@ def build_app(services: Any) -> Any:
         with gr.Tab("Batch", id="batch"):
             build_batch_tab(services)
         with gr.Tab("Live", id="live"):
-            build_live_tab(services)
+            gr.HTML(LIVE_PAGE_LINK, elem_id="live-page-link")
         with gr.Tab("Settings", id="settings"):
             settings_tab = settings.build_settings_tab(services)
         build_api(services)
+        Navbar(main_page_name="Studio", elem_id="page-navbar")
         # each page load shows the settings as saved now, not as they were when the server started
         demo.load(
             lambda: single.page_values(services, single_tab.shown), None, single_tab.loaded(), show_progress="hidden"
@@ -100,6 +103,11 @@ def build_app(services: Any) -> Any:
             settings_tab.loaded(),
             show_progress="hidden",
         )
+    # the Live tab on a page of its own: Gradio's update of a page for each streamed frame grows with the
+    # page (docs/ARCHITECTURE.md, Live mode)
+    with demo.route("Live", f"/{LIVE_ROUTE}"):
+        Navbar(main_page_name="Studio", elem_id="live-navbar")
+        build_live_tab(services)
     hide_page_events(demo)
     return demo
 

@@ -23,6 +23,15 @@ from facefusion_ui.ui.common import file_path, problem, reported
 from facefusion_ui.ui.live_measure import SCREEN_STATS_ID, SCREEN_STATS_WAITING
 from facefusion_ui.ui.services import UiServices
 
+LIVE_ROUTE = "live"
+"""The Live tab's own page of the app (``/live``): a frame's update of a page costs the browser more the
+more the page holds (docs/ARCHITECTURE.md, Live mode)."""
+LIVE_PAGE_LINK = (
+    f"<p>The camera runs on a page of its own, kept small so that the browser keeps up with the frames: "
+    f'<a href="{LIVE_ROUTE}" target="_self"><strong>open Live</strong></a> (also in the bar at the top). '
+    f"Settings saved here apply there.</p>"
+)
+"""The main page's Live tab: a link to the Live page, in the same browser tab."""
 STREAM_EVERY_S = 0.01
 """How often Gradio's webcam grabs a camera frame and posts it, whatever the server's progress; the page's
 script (``live_measure``) lets it grab only when the frame before is back (one frame in flight), so this
