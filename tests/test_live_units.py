@@ -183,9 +183,10 @@ def test_a_shown_frame_carries_its_jpeg_the_browsers_stamp_and_the_read_out() ->
 
 
 def test_the_pages_measure_script_is_filled_in_and_keeps_bounded_windows() -> None:
-    from facefusion_ui.ui.live_measure import HOLD_MS, LIVE_MEASURE_HEAD, MEASURE_WINDOW, SCREEN_STATS_ID
+    from facefusion_ui.ui.live_measure import HOLD_MS, IN_FLIGHT, LIVE_MEASURE_HEAD, MEASURE_WINDOW, SCREEN_STATS_ID
 
     assert "__" not in LIVE_MEASURE_HEAD  # every placeholder filled in
     assert f"WINDOW = {MEASURE_WINDOW}," in LIVE_MEASURE_HEAD and f'"{SCREEN_STATS_ID}"' in LIVE_MEASURE_HEAD
-    assert f"HOLD_MS = {HOLD_MS}" in LIVE_MEASURE_HEAD
+    assert f"HOLD_MS = {HOLD_MS}" in LIVE_MEASURE_HEAD and f"IN_FLIGHT = {IN_FLIGHT};" in LIVE_MEASURE_HEAD
+    assert 1 <= IN_FLIGHT <= 2  # more would let Gradio's server replace a frame posted and not yet swapped
     assert "state.latencies.length > WINDOW" in LIVE_MEASURE_HEAD and "state.started.size > GRABS" in LIVE_MEASURE_HEAD
