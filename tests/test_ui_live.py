@@ -135,6 +135,9 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     page.locator("#live-camera button", has_text="Record").click()
     wait_for_frames(page, 10)
     wait_for_frames(page, 10, SCREEN_STATS)  # the page measures the frames it shows
+    # while swapped frames come, the camera's own picture is not drawn (the swapped one shows the camera)
+    expect(page.locator("#live-camera")).to_have_class(re.compile(r"\blive-streaming\b"), timeout=30_000)
+    assert page.locator("#live-camera video").evaluate("video => getComputedStyle(video).visibility") == "hidden"
     first_readouts = page.locator(SERVER_STATS).inner_text(), page.locator(SCREEN_STATS).inner_text()
     wait_for_frames(page, counted(page, SERVER_STATS) + 15)
     wait_for_frames(page, counted(page, SCREEN_STATS) + 15, SCREEN_STATS)
@@ -169,6 +172,7 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
         "v.srcObject.getTracks().filter(t => t.readyState === 'live') : []).length"
     )
     assert live_tracks == 0
+    expect(page.locator("#live-camera")).not_to_have_class(re.compile(r"\blive-streaming\b"), timeout=30_000)
     print(f"browser live read-outs: {screen} | server: {readout}")
 
 

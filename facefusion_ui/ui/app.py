@@ -61,12 +61,17 @@ PAGE_CSS = """
 #single-sources .filename .stem, #single-target .filename .stem { white-space: normal; overflow-wrap: anywhere; }
 #single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; overflow-x: hidden; flex-wrap: nowrap; }
 #single-options-column > * { flex-shrink: 0; }
+#live-camera.live-streaming video { visibility: hidden; }
+#live-camera.live-streaming::after { content: "streaming: the swapped picture shows the camera"; position: absolute;
+  top: 45%; left: 0; right: 0; text-align: center; color: var(--body-text-color-subdued); pointer-events: none; }
 """
 """Face galleries as a strip of small whole thumbnails (Gradio widens a lone item to the full width, and the
 gallery's height then shows only its top: a forehead), captioned above rather than under a label laid over
 them; file names whole; the options' column scrolled on its own, so the preview beside it stays in view
 while they are edited (its blocks one under another at their own height: a column of limited height
-otherwise wraps them into further columns off to the side, or squeezes them)."""
+otherwise wraps them into further columns off to the side, or squeezes them). While the Live page streams,
+the camera's own picture is not drawn: the swapped one beside it shows the camera, and drawing both at
+the camera's rate cost the browser a sixth more CPU a frame (``ui.live_measure.STREAMING_CLASS``)."""
 
 
 def build_app(services: Any) -> Any:

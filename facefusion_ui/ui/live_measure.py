@@ -20,7 +20,9 @@ every ``stream_every`` whatever the server's progress, so while that many frames
 frame is back, which frees it and any sent before it; ``HOLD_MS`` at most each) the webcam's <video>
 reports no width, which makes the grab skip, and a post of a frame already out is answered in the page.
 The <video> also reports no width until the camera has presented a frame not grabbed yet, so no camera
-frame goes twice. See docs/ARCHITECTURE.md (Live mode). Bounded structures only."""
+frame goes twice. The camera's grabs are encoded at ``UPLOAD_QUALITY``; while swapped frames come, the
+camera's block carries ``STREAMING_CLASS`` (its own picture then not drawn). See docs/ARCHITECTURE.md
+(Live mode). Bounded structures only."""
 
 from __future__ import annotations
 
@@ -36,15 +38,24 @@ IN_FLIGHT = 2
 encodes and sends the next frame and shows the last one while the server swaps, instead of each side
 waiting for the other; the server takes the newest frame posted, so a third would replace one unswapped."""
 
+UPLOAD_QUALITY = 0.8
+"""The JPEG quality of the camera's frames sent (Gradio's webcam leaves the browser's default, 0.92): a
+smaller post to send and decode; the swap's input, so not much lower."""
+
+STREAMING_CLASS = "live-streaming"
+"""Put on the camera's block while swapped frames come (until none for ``HOLD_MS``): the page's CSS then
+does not draw the camera's own picture, which the browser would otherwise draw at the camera's rate beside
+the swapped frames (``ui.app.PAGE_CSS``)."""
+
 SCREEN_STATS_ID = "live-screen-stats"
 SCREEN_STATS_WAITING = "camera to screen: waiting for swapped frames"
 
 LIVE_MEASURE_SCRIPT = """<script>
 (() => {
   const WINDOW = __WINDOW__, RATE_MS = 2000, GRABS = 16, HOLD_MS = __HOLD_MS__, READOUT_ID = "__READOUT_ID__";
-  const IN_FLIGHT = __IN_FLIGHT__;
+  const IN_FLIGHT = __IN_FLIGHT__, UPLOAD_QUALITY = __UPLOAD_QUALITY__, STREAMING_CLASS = "__STREAMING_CLASS__";
   const state = { camera: null, video: null, grabbed: null, out: [], started: new Map(), from: "" };
-  Object.assign(state, { latencies: [], painted: [], frames: 0, lastSent: 0, presented: 0, grabbedAt: -1 });
+  Object.assign(state, { latencies: [], painted: [], frames: 0, lastSent: 0, presented: 0, grabbedAt: -1, idle: 0 });
   const waiting = () => {
     // the frames out (sent, their swapped frames not back), each for HOLD_MS at most
     const now = performance.now();
@@ -74,7 +85,9 @@ LIVE_MEASURE_SCRIPT = """<script>
     // while frames are out, the last one sent is given again (no encoding); its POST is then not sent
     if (type === "image/jpeg" && waiting()) return state.out[state.out.length - 1].url;
     const at = Math.round(performance.now() * 10) / 10;  // 0.1 ms: the same number once back
-    const url = encode.call(this, type, ...rest);
+    // the camera's grab (Gradio's asks for none): a smaller JPEG to send, to decode on the server
+    const quality = type === "image/jpeg" && rest.length === 0 && state.video !== null ? [UPLOAD_QUALITY] : rest;
+    const url = encode.call(this, type, ...quality);
     // the frame's capture by the camera when known (and plausible), else this grab
     const captured = state.camera !== null && state.camera <= at && at - state.camera < 1000 ? state.camera : null;
     if (type === "image/jpeg") {
@@ -116,8 +129,16 @@ LIVE_MEASURE_SCRIPT = """<script>
       `p95 ${percentile(sorted, 0.95).toFixed(0)} ms · ${fps.toFixed(1)} fps on screen · ` +
       `${state.frames} frames measured (last ${sorted.length}, from ${state.from})`;
   };
+  const streaming = (on) => {
+    // while swapped frames come, the camera's own picture is not drawn (the swapped one shows the camera)
+    const camera = document.getElementById("live-camera");
+    if (camera) camera.classList.toggle(STREAMING_CLASS, on);
+    clearTimeout(state.idle);
+    if (on) state.idle = setTimeout(() => streaming(false), HOLD_MS);
+  };
   const painted = (sent) => {
     const now = performance.now();
+    streaming(true);
     state.latencies.push(now - (state.started.get(sent) ?? sent));
     if (state.latencies.length > WINDOW) state.latencies.shift();
     state.painted.push(now);
@@ -146,5 +167,7 @@ LIVE_MEASURE_HEAD = (
     .replace("__READOUT_ID__", SCREEN_STATS_ID)
     .replace("__HOLD_MS__", str(HOLD_MS))
     .replace("__IN_FLIGHT__", str(IN_FLIGHT))
+    .replace("__UPLOAD_QUALITY__", str(UPLOAD_QUALITY))
+    .replace("__STREAMING_CLASS__", STREAMING_CLASS)
 )
 """The script (see the module's docstring); ``ui.app`` puts it in the page's head."""
