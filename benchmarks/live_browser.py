@@ -1,6 +1,6 @@
-"""The Live tab in headless Chromium with a fake camera: the page started as ``run.py ui`` starts it, a
-clip of one face (a packaged photo moving over a background, 640x480, 25 fps) made here as y4m and played
-by Chromium's fake camera, the embedded swapper, the default settings.
+"""The Live tab in headless Chromium with a fake camera: the app started as ``run.py ui`` starts it (its Live
+page, ``/live``), a clip of one face (a packaged photo moving over a background, 640x480, 25 fps) made here
+as y4m and played by Chromium's fake camera, the embedded swapper, the default settings.
 
 Prints, after ``--warm`` seconds of streaming and again after ``--seconds`` more: the page's own read-out of
 camera-to-screen latency (median and 95th percentile over its last frames, from the browser grabbing a
@@ -37,6 +37,7 @@ import cv2
 import psutil
 
 from facefusion_ui.ui.app import start_ui
+from facefusion_ui.ui.live import LIVE_ROUTE
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from tests.support import media, videos
 
@@ -69,7 +70,6 @@ def free_port() -> int:
 
 
 def open_camera(page: Any, photo: Path, size: str, mirror: bool) -> None:
-    page.get_by_role("tab", name="Live").click()
     page.wait_for_selector("#live-start", timeout=60_000)
     page.locator("#live-source input[type=file]").set_input_files(str(photo))
     page.wait_for_selector("#live-source img", timeout=60_000)
@@ -153,7 +153,7 @@ def main() -> None:
             arguments = [*BROWSER_ARGS, f"--use-file-for-fake-video-capture={y4m}"]
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=arguments)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(running.url)
+            page.goto(f"{running.url}/{LIVE_ROUTE}")
             open_camera(page, photo, args.size, args.mirror)
             idle = cpu_seconds()
             time.sleep(args.warm)

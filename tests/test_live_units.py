@@ -183,9 +183,23 @@ def test_a_shown_frame_carries_its_jpeg_the_browsers_stamp_and_the_read_out() ->
 
 
 def test_the_pages_measure_script_is_filled_in_and_keeps_bounded_windows() -> None:
-    from facefusion_ui.ui.live_measure import HOLD_MS, LIVE_MEASURE_HEAD, MEASURE_WINDOW, SCREEN_STATS_ID
+    from facefusion_ui.ui.app import PAGE_CSS
+    from facefusion_ui.ui.live_measure import (
+        HOLD_MS,
+        IN_FLIGHT,
+        LIVE_MEASURE_HEAD,
+        MEASURE_WINDOW,
+        SCREEN_STATS_ID,
+        STREAMING_CLASS,
+        UPLOAD_QUALITY,
+    )
 
     assert "__" not in LIVE_MEASURE_HEAD  # every placeholder filled in
     assert f"WINDOW = {MEASURE_WINDOW}," in LIVE_MEASURE_HEAD and f'"{SCREEN_STATS_ID}"' in LIVE_MEASURE_HEAD
-    assert f"HOLD_MS = {HOLD_MS}" in LIVE_MEASURE_HEAD
+    assert f"HOLD_MS = {HOLD_MS}" in LIVE_MEASURE_HEAD and f"IN_FLIGHT = {IN_FLIGHT}," in LIVE_MEASURE_HEAD
+    assert f"UPLOAD_QUALITY = {UPLOAD_QUALITY}," in LIVE_MEASURE_HEAD and 0.5 <= UPLOAD_QUALITY < 1
+    # the class the script puts on the camera's block while it streams is the one the page's CSS hides
+    assert f'STREAMING_CLASS = "{STREAMING_CLASS}"' in LIVE_MEASURE_HEAD
+    assert f"#live-camera.{STREAMING_CLASS} video {{ visibility: hidden; }}" in PAGE_CSS
+    assert 1 <= IN_FLIGHT <= 2  # more would let Gradio's server replace a frame posted and not yet swapped
     assert "state.latencies.length > WINDOW" in LIVE_MEASURE_HEAD and "state.started.size > GRABS" in LIVE_MEASURE_HEAD

@@ -1,5 +1,6 @@
-"""The Live tab in a real headless Chromium with a fake camera playing a clip made at test time (a
-packaged face photo moving over a background): swapped frames come back (the face changed, the
+"""The Live tab (a page of its own, ``/live``, reached from the main page's Live tab) in a real headless
+Chromium with a fake camera playing a clip made at test time (a packaged face photo moving over a
+background): swapped frames come back (the face changed, the
 background not), the server's fps and latency read-out and the page's own camera-to-screen read-out
 (``ui.live_measure``) appear and move, Record gives a playable file, Stop frees the camera."""
 
@@ -59,8 +60,12 @@ def camera_page(live_ui: RunningUi, camera_file: Path) -> Iterator[Any]:
         )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(live_ui.url)
+        # the main page's Live tab leads to the Live page of the same app (/live)
         page.get_by_role("tab", name="Live").click()
+        page.locator("#live-page-link a", has_text="open Live").click()
         page.wait_for_selector("#live-start", timeout=60_000)
+        assert page.url.rstrip("/") == f"{live_ui.url}/live", page.url
+        assert page.locator("#single-target").count() == 0  # a page of its own: the studio's tabs are not there
         yield page
         browser.close()
 
@@ -130,6 +135,9 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     page.locator("#live-camera button", has_text="Record").click()
     wait_for_frames(page, 10)
     wait_for_frames(page, 10, SCREEN_STATS)  # the page measures the frames it shows
+    # while swapped frames come, the camera's own picture is not drawn (the swapped one shows the camera)
+    expect(page.locator("#live-camera")).to_have_class(re.compile(r"\blive-streaming\b"), timeout=30_000)
+    assert page.locator("#live-camera video").evaluate("video => getComputedStyle(video).visibility") == "hidden"
     first_readouts = page.locator(SERVER_STATS).inner_text(), page.locator(SCREEN_STATS).inner_text()
     wait_for_frames(page, counted(page, SERVER_STATS) + 15)
     wait_for_frames(page, counted(page, SCREEN_STATS) + 15, SCREEN_STATS)
@@ -164,6 +172,7 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
         "v.srcObject.getTracks().filter(t => t.readyState === 'live') : []).length"
     )
     assert live_tracks == 0
+    expect(page.locator("#live-camera")).not_to_have_class(re.compile(r"\blive-streaming\b"), timeout=30_000)
     print(f"browser live read-outs: {screen} | server: {readout}")
 
 

@@ -1,4 +1,5 @@
-"""The page (tabs Single, Batch, Settings) and its launch: host and port, a share link that may fail
+"""The page (tabs Single, Batch, Settings; the Live tab on its own page, ``/live``, of the same app) and its
+launch: host and port, a share link that may fail
 (offline: keep serving locally and say so), a password, analytics off, and only the output and upload
 folders served."""
 
@@ -60,21 +61,27 @@ PAGE_CSS = """
 #single-sources .filename .stem, #single-target .filename .stem { white-space: normal; overflow-wrap: anywhere; }
 #single-options-column { max-height: calc(100vh - 120px); overflow-y: auto; overflow-x: hidden; flex-wrap: nowrap; }
 #single-options-column > * { flex-shrink: 0; }
+#live-camera.live-streaming video { visibility: hidden; }
+#live-camera.live-streaming::after { content: "streaming: the swapped picture shows the camera"; position: absolute;
+  top: 45%; left: 0; right: 0; text-align: center; color: var(--body-text-color-subdued); pointer-events: none; }
 """
 """Face galleries as a strip of small whole thumbnails (Gradio widens a lone item to the full width, and the
 gallery's height then shows only its top: a forehead), captioned above rather than under a label laid over
 them; file names whole; the options' column scrolled on its own, so the preview beside it stays in view
 while they are edited (its blocks one under another at their own height: a column of limited height
-otherwise wraps them into further columns off to the side, or squeezes them)."""
+otherwise wraps them into further columns off to the side, or squeezes them). While the Live page streams,
+the camera's own picture is not drawn: the swapped one beside it shows the camera, and drawing both at
+the camera's rate cost the browser a sixth more CPU a frame (``ui.live_measure.STREAMING_CLASS``)."""
 
 
 def build_app(services: Any) -> Any:
     import gradio as gr
+    from gradio.components.navbar import Navbar
 
     from facefusion_ui.ui import settings, single
     from facefusion_ui.ui.api import build_api, hide_page_events
     from facefusion_ui.ui.batch import build_batch_tab
-    from facefusion_ui.ui.live import build_live_tab
+    from facefusion_ui.ui.live import LIVE_PAGE_LINK, LIVE_ROUTE, build_live_tab
 
     with gr.Blocks(title="facefusion_ui") as demo:
         gr.Markdown(f"## facefusion_ui {__version__} — swap faces in images and long videos")
@@ -86,10 +93,11 @@ def build_app(services: Any) -> Any:
         with gr.Tab("Batch", id="batch"):
             build_batch_tab(services)
         with gr.Tab("Live", id="live"):
-            build_live_tab(services)
+            gr.HTML(LIVE_PAGE_LINK, elem_id="live-page-link")
         with gr.Tab("Settings", id="settings"):
             settings_tab = settings.build_settings_tab(services)
         build_api(services)
+        Navbar(main_page_name="Studio", elem_id="page-navbar")
         # each page load shows the settings as saved now, not as they were when the server started
         demo.load(
             lambda: single.page_values(services, single_tab.shown), None, single_tab.loaded(), show_progress="hidden"
@@ -100,6 +108,11 @@ def build_app(services: Any) -> Any:
             settings_tab.loaded(),
             show_progress="hidden",
         )
+    # the Live tab on a page of its own: Gradio's update of a page for each streamed frame grows with the
+    # page (docs/ARCHITECTURE.md, Live mode)
+    with demo.route("Live", f"/{LIVE_ROUTE}"):
+        Navbar(main_page_name="Studio", elem_id="live-navbar")
+        build_live_tab(services)
     hide_page_events(demo)
     return demo
 

@@ -23,6 +23,15 @@ from facefusion_ui.ui.common import file_path, problem, reported
 from facefusion_ui.ui.live_measure import SCREEN_STATS_ID, SCREEN_STATS_WAITING
 from facefusion_ui.ui.services import UiServices
 
+LIVE_ROUTE = "live"
+"""The Live tab's own page of the app (``/live``): a frame's update of a page costs the browser more the
+more the page holds (docs/ARCHITECTURE.md, Live mode)."""
+LIVE_PAGE_LINK = (
+    f"<p>The camera runs on a page of its own, kept small so that the browser keeps up with the frames: "
+    f'<a href="{LIVE_ROUTE}" target="_self"><strong>open Live</strong></a> (also in the bar at the top). '
+    f"Settings saved here apply there.</p>"
+)
+"""The main page's Live tab: a link to the Live page, in the same browser tab."""
 STREAM_EVERY_S = 0.01
 """How often Gradio's webcam grabs a camera frame and posts it, whatever the server's progress; the page's
 script (``live_measure``) lets it grab only when the frame before is back (one frame in flight), so this
@@ -59,8 +68,18 @@ class LiveTab(NamedTuple):
 def render_live_tab() -> LiveTab:
     message = gr.Markdown("", elem_id="live-message")
     with gr.Row():
+        # the camera's own picture in the narrow column: the browser draws it at the camera's rate, so its
+        # size on screen costs CPU beside the swapped frames (about a seventh of the browser's a frame)
         with gr.Column(scale=1):
             source = gr.Image(label="Source face", type="filepath", sources=["upload"], elem_id="live-source")
+            camera = gr.Image(
+                label="Camera (press Record under it to stream)",
+                sources=["webcam"],
+                streaming=True,
+                type="numpy",
+                webcam_options=gr.WebcamOptions(mirror=False),  # the Mirror box mirrors, once, what is swapped
+                elem_id="live-camera",
+            )
             size = gr.Radio(list(choices(LiveSize)), value="480p", label="Size", elem_id="live-size")
             mirror = gr.Checkbox(value=True, label="Mirror (as in a mirror)", elem_id="live-mirror")
             with gr.Row():
@@ -71,14 +90,6 @@ def render_live_tab() -> LiveTab:
                 record_stop = gr.Button("Stop recording", elem_id="live-record-stop")
             recording = gr.File(label="Recording", elem_id="live-recording", interactive=False)
         with gr.Column(scale=2):
-            camera = gr.Image(
-                label="Camera (press Record under it to stream)",
-                sources=["webcam"],
-                streaming=True,
-                type="numpy",
-                webcam_options=gr.WebcamOptions(mirror=False),  # the Mirror box mirrors, once, what is swapped
-                elem_id="live-camera",
-            )
             gr.HTML(f'<p id="{SCREEN_STATS_ID}">{SCREEN_STATS_WAITING}</p>', elem_id="live-screen")
             shown = gr.HTML("", elem_id="live-shown")
             stats = gr.Markdown("", elem_id="live-stats")

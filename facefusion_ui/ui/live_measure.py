@@ -15,11 +15,14 @@ frames and the paint times of the last 2 s. The read-out (``#live-screen-stats``
 95th percentile and the frames per second painted, and where its times start. Not covered: the device's
 own delay before it stamps a frame.
 
-The same script holds one frame in flight end to end: Gradio's webcam grabs and posts a frame every
-``stream_every`` whatever the server's progress, so while a frame is out (until its swapped frame is
-back, ``HOLD_MS`` at most) the webcam's <video> reports no width, which makes the grab skip, and a post of
-a frame already out is answered in the page. See docs/ARCHITECTURE.md (Live mode). Bounded structures
-only."""
+The same script holds ``IN_FLIGHT`` frames in flight end to end: Gradio's webcam grabs and posts a frame
+every ``stream_every`` whatever the server's progress, so while that many frames are out (until a swapped
+frame is back, which frees it and any sent before it; ``HOLD_MS`` at most each) the webcam's <video>
+reports no width, which makes the grab skip, and a post of a frame already out is answered in the page.
+The <video> also reports no width until the camera has presented a frame not grabbed yet, so no camera
+frame goes twice. The camera's grabs are encoded at ``UPLOAD_QUALITY``; while swapped frames come, the
+camera's block carries ``STREAMING_CLASS`` (its own picture then not drawn). See docs/ARCHITECTURE.md
+(Live mode). Bounded structures only."""
 
 from __future__ import annotations
 
@@ -30,15 +33,37 @@ HOLD_MS = 1000
 """A frame sent and not back (its swapped frame not shown) holds the next one back this long at most: the
 server may answer without a frame (before Start)."""
 
+IN_FLIGHT = 2
+"""Frames out at once end to end (sent, their swapped frames not back): with two, the browser grabs,
+encodes and sends the next frame and shows the last one while the server swaps, instead of each side
+waiting for the other; the server takes the newest frame posted, so a third would replace one unswapped."""
+
+UPLOAD_QUALITY = 0.8
+"""The JPEG quality of the camera's frames sent (Gradio's webcam leaves the browser's default, 0.92): a
+smaller post to send and decode; the swap's input, so not much lower."""
+
+STREAMING_CLASS = "live-streaming"
+"""Put on the camera's block while swapped frames come (until none for ``HOLD_MS``): the page's CSS then
+does not draw the camera's own picture, which the browser would otherwise draw at the camera's rate beside
+the swapped frames (``ui.app.PAGE_CSS``)."""
+
 SCREEN_STATS_ID = "live-screen-stats"
 SCREEN_STATS_WAITING = "camera to screen: waiting for swapped frames"
 
 LIVE_MEASURE_SCRIPT = """<script>
 (() => {
   const WINDOW = __WINDOW__, RATE_MS = 2000, GRABS = 16, HOLD_MS = __HOLD_MS__, READOUT_ID = "__READOUT_ID__";
-  const state = { camera: null, video: null, grabbed: null, inflight: null, started: new Map(), from: "" };
-  Object.assign(state, { latencies: [], painted: [], frames: 0, lastSent: 0 });
-  const waiting = () => state.inflight !== null && performance.now() - state.inflight.since < HOLD_MS;
+  const IN_FLIGHT = __IN_FLIGHT__, UPLOAD_QUALITY = __UPLOAD_QUALITY__, STREAMING_CLASS = "__STREAMING_CLASS__";
+  const state = { camera: null, video: null, grabbed: null, out: [], started: new Map(), from: "" };
+  Object.assign(state, { latencies: [], painted: [], frames: 0, lastSent: 0, presented: 0, grabbedAt: -1, idle: 0 });
+  const waiting = () => {
+    // the frames out (sent, their swapped frames not back), each for HOLD_MS at most
+    const now = performance.now();
+    while (state.out.length > 0 && now - state.out[0].since >= HOLD_MS) state.out.shift();
+    return state.out.length >= IN_FLIGHT;
+  };
+  // a grab only of a camera frame not grabbed before (when the <video> tells its frames)
+  const stale = () => state.presented > 0 && state.presented === state.grabbedAt;
   const follow = (video) => {
     // the capture time of each camera frame the <video> presents (Chrome gives it for a camera's frames)
     if (!video || video === state.video || !video.requestVideoFrameCallback) return;
@@ -46,24 +71,28 @@ LIVE_MEASURE_SCRIPT = """<script>
     // Gradio's webcam grabs only from a <video> with a size: none while a frame is out, so the grab, its
     // encoding and the page's whole update for a stream event are skipped until the frame is back
     const width = Object.getOwnPropertyDescriptor(HTMLVideoElement.prototype, "videoWidth").get;
-    const gated = { configurable: true, get() { return waiting() ? 0 : width.call(this); } };
+    const gated = { configurable: true, get() { return waiting() || stale() ? 0 : width.call(this); } };
     Object.defineProperty(video, "videoWidth", gated);
     const presented = (now, frame) => {
       state.camera = Number.isFinite(frame.captureTime) ? frame.captureTime : null;
+      state.presented += 1;
       if (state.video === video) video.requestVideoFrameCallback(presented);
     };
     video.requestVideoFrameCallback(presented);
   };
   const encode = HTMLCanvasElement.prototype.toDataURL;
   HTMLCanvasElement.prototype.toDataURL = function (type, ...rest) {
-    // while a frame is out, the grab before is given again (no encoding); its POST is then not sent
-    if (type === "image/jpeg" && waiting()) return state.inflight.url;
+    // while frames are out, the last one sent is given again (no encoding); its POST is then not sent
+    if (type === "image/jpeg" && waiting()) return state.out[state.out.length - 1].url;
     const at = Math.round(performance.now() * 10) / 10;  // 0.1 ms: the same number once back
-    const url = encode.call(this, type, ...rest);
+    // the camera's grab (Gradio's asks for none): a smaller JPEG to send, to decode on the server
+    const quality = type === "image/jpeg" && rest.length === 0 && state.video !== null ? [UPLOAD_QUALITY] : rest;
+    const url = encode.call(this, type, ...quality);
     // the frame's capture by the camera when known (and plausible), else this grab
     const captured = state.camera !== null && state.camera <= at && at - state.camera < 1000 ? state.camera : null;
     if (type === "image/jpeg") {
       state.grabbed = { url, at };
+      state.grabbedAt = state.presented;
       state.started.set(at, captured === null ? at : captured);
       if (state.started.size > GRABS) state.started.delete(state.started.keys().next().value);
       state.from = captured === null ? "the grab off the video" : "the camera's capture";
@@ -77,13 +106,13 @@ LIVE_MEASURE_SCRIPT = """<script>
       try {
         const body = JSON.parse(options.body);
         const frame = Array.isArray(body.data) ? body.data[0] : null;
-        if (frame && waiting() && frame.url === state.inflight.url) {
+        if (frame && state.out.some((out) => out.url === frame.url)) {
           return Promise.resolve(new Response(JSON.stringify({ msg: "success" }), { status: 200 }));
         }
         if (frame && frame.url === state.grabbed.url && body.data.length > 1) {
           body.data[1] = state.grabbed.at;
           options = { ...options, body: JSON.stringify(body) };
-          state.inflight = { url: frame.url, since: performance.now() };
+          state.out.push({ url: frame.url, at: state.grabbed.at, since: performance.now() });
         }
       } catch (error) { /* not a live frame: sent as it is */ }
     }
@@ -100,8 +129,16 @@ LIVE_MEASURE_SCRIPT = """<script>
       `p95 ${percentile(sorted, 0.95).toFixed(0)} ms · ${fps.toFixed(1)} fps on screen · ` +
       `${state.frames} frames measured (last ${sorted.length}, from ${state.from})`;
   };
+  const streaming = (on) => {
+    // while swapped frames come, the camera's own picture is not drawn (the swapped one shows the camera)
+    const camera = document.getElementById("live-camera");
+    if (camera) camera.classList.toggle(STREAMING_CLASS, on);
+    clearTimeout(state.idle);
+    if (on) state.idle = setTimeout(() => streaming(false), HOLD_MS);
+  };
   const painted = (sent) => {
     const now = performance.now();
+    streaming(true);
     state.latencies.push(now - (state.started.get(sent) ?? sent));
     if (state.latencies.length > WINDOW) state.latencies.shift();
     state.painted.push(now);
@@ -116,7 +153,7 @@ LIVE_MEASURE_SCRIPT = """<script>
     const sent = image ? Number(image.dataset.sent) : 0;
     if (!(sent > 0) || sent === state.lastSent) return;
     state.lastSent = sent;
-    state.inflight = null;  // back: the next grab may go
+    state.out = state.out.filter((out) => out.at > sent);  // back (and any sent before it): the next may go
     // decoded, then handed to the next paint; refused when the src changed again first: never on screen
     image.decode().then(() => requestAnimationFrame(() => setTimeout(() => painted(sent), 0)), () => {});
   };
@@ -129,5 +166,8 @@ LIVE_MEASURE_HEAD = (
     LIVE_MEASURE_SCRIPT.replace("__WINDOW__", str(MEASURE_WINDOW))
     .replace("__READOUT_ID__", SCREEN_STATS_ID)
     .replace("__HOLD_MS__", str(HOLD_MS))
+    .replace("__IN_FLIGHT__", str(IN_FLIGHT))
+    .replace("__UPLOAD_QUALITY__", str(UPLOAD_QUALITY))
+    .replace("__STREAMING_CLASS__", STREAMING_CLASS)
 )
 """The script (see the module's docstring); ``ui.app`` puts it in the page's head."""
