@@ -33,6 +33,31 @@ node {
 face-presence score is under its threshold, 0.5)."""
 
 FINDER_DETECTION_SCORE = 0.3
+PACKED_LANDMARK = np.dtype(
+    [("head", "u1", 2), ("x_tag", "u1"), ("x", "<f4"), ("y_tag", "u1"), ("y", "<f4"), ("z_tag", "u1"), ("z", "<f4")]
+)
+"""A ``NormalizedLandmark`` with x, y and z alone, as protobuf writes it inside a ``NormalizedLandmarkList``:
+the field's tag and length (0x0a 0x0f), then each float after its tag (0x0d, 0x15, 0x1d)."""
+PACKED_TAGS = (b"\x0a\x0f", 0x0D, 0x15, 0x1D)
+
+
+def landmark_array(landmarks: Any) -> np.ndarray:
+    """The (n, 3) float32 x, y, z of a ``NormalizedLandmarkList``: read from its serialized bytes when
+    every landmark has x, y and z alone (mediapipe's face mesh: a tenth of the time of reading 468
+    messages one by one in Python), else field by field. The same numbers either way."""
+    data = landmarks.SerializeToString()
+    count = len(landmarks.landmark)
+    if count and len(data) == count * PACKED_LANDMARK.itemsize:
+        packed = np.frombuffer(data, dtype=PACKED_LANDMARK)
+        head, x_tag, y_tag, z_tag = PACKED_TAGS
+        if (
+            (packed["head"] == np.frombuffer(head, dtype=np.uint8)).all()
+            and (packed["x_tag"] == x_tag).all()
+            and (packed["y_tag"] == y_tag).all()
+            and (packed["z_tag"] == z_tag).all()
+        ):
+            return np.stack([packed["x"], packed["y"], packed["z"]], axis=1).astype(np.float32)
+    return np.array([[p.x, p.y, p.z] for p in landmarks.landmark], dtype=np.float32).reshape(-1, 3)
 
 
 class MeshModel:
@@ -70,7 +95,7 @@ class MeshModel:
         landmarks = result.face_landmarks
         if landmarks is None:
             return None
-        return np.array([[p.x, p.y, p.z] for p in landmarks.landmark], dtype=np.float32)
+        return landmark_array(landmarks)
 
     def warm_up(self) -> None:
         """Run both graphs once (TFLite prints its start-up lines on the first run)."""
