@@ -36,8 +36,11 @@ def test_landmarks_read_from_their_bytes_are_the_fields_values() -> None:
 
 def test_landmarks_with_other_fields_are_read_field_by_field() -> None:
     points = np.random.default_rng(4).normal(0.5, 0.3, (468, 3)).astype(np.float32)
-    read = landmark_array(landmark_list(points, visibility=0.9))
-    assert np.array_equal(read, points)
+    assert np.array_equal(landmark_array(landmark_list(points, visibility=0.9)), points)
+    # 17 landmarks of 22 bytes: a whole number of packed ones' length, but not their layout
+    seventeen = landmark_list(points[:17], visibility=0.9)
+    assert len(seventeen.SerializeToString()) % 17 == 0  # type: ignore[attr-defined]
+    assert np.array_equal(landmark_array(seventeen), points[:17])
     assert landmark_array(landmark_list(points[:0])).shape == (0, 3)
 
 

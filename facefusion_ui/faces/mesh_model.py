@@ -38,31 +38,32 @@ READ_TIMESTAMP_STEP = 33333
 """The reader's input timestamps go up by this (microseconds), as ``SolutionBase.process`` counts them."""
 
 FINDER_DETECTION_SCORE = 0.3
-PACKED_LANDMARK = np.dtype(
-    [("head", "u1", 2), ("x_tag", "u1"), ("x", "<f4"), ("y_tag", "u1"), ("y", "<f4"), ("z_tag", "u1"), ("z", "<f4")]
-)
-"""A ``NormalizedLandmark`` with x, y and z alone, as protobuf writes it inside a ``NormalizedLandmarkList``:
-the field's tag and length (0x0a 0x0f), then each float after its tag (0x0d, 0x15, 0x1d)."""
-PACKED_TAGS = (b"\x0a\x0f", 0x0D, 0x15, 0x1D)
+PACKED_SIZE = 17
+"""Bytes of a ``NormalizedLandmark`` with x, y and z alone, as protobuf writes it in a ``NormalizedLandmarkList``."""
+PACKED_MARKS = ((0, 1, 2, 7, 12), (0x0A, 0x0F, 0x0D, 0x15, 0x1D))
+"""Where in those bytes (offsets) and what: the field's tag and length (0x0a 0x0f), then each little-endian
+float's tag (x 0x0d, y 0x15, z 0x1d), each float in the 4 bytes after its tag."""
+
+
+def landmarks_of_bytes(data: bytes) -> np.ndarray:
+    """The (n, 3) float32 x, y, z of a serialized ``NormalizedLandmarkList``: read straight from the bytes
+    when every landmark has x, y and z alone (mediapipe's face mesh: a tenth of the time of parsing the
+    message and reading 468 landmarks one by one in Python), else parsed. The same numbers either way."""
+    if data and len(data) % PACKED_SIZE == 0:
+        rows = np.frombuffer(data, dtype=np.uint8).reshape(-1, PACKED_SIZE)
+        offsets, marks = PACKED_MARKS
+        if (rows[:, offsets] == np.array(marks, dtype=np.uint8)).all():
+            floats = np.ndarray((len(rows), 3), dtype="<f4", buffer=data, offset=3, strides=(PACKED_SIZE, 5))
+            return np.array(floats, dtype=np.float32)
+    from mediapipe.framework.formats import landmark_pb2
+
+    message = landmark_pb2.NormalizedLandmarkList.FromString(data)
+    return np.array([[p.x, p.y, p.z] for p in message.landmark], dtype=np.float32).reshape(-1, 3)
 
 
 def landmark_array(landmarks: Any) -> np.ndarray:
-    """The (n, 3) float32 x, y, z of a ``NormalizedLandmarkList``: read from its serialized bytes when
-    every landmark has x, y and z alone (mediapipe's face mesh: a tenth of the time of reading 468
-    messages one by one in Python), else field by field. The same numbers either way."""
-    data = landmarks.SerializeToString()
-    count = len(landmarks.landmark)
-    if count and len(data) == count * PACKED_LANDMARK.itemsize:
-        packed = np.frombuffer(data, dtype=PACKED_LANDMARK)
-        head, x_tag, y_tag, z_tag = PACKED_TAGS
-        if (
-            (packed["head"] == np.frombuffer(head, dtype=np.uint8)).all()
-            and (packed["x_tag"] == x_tag).all()
-            and (packed["y_tag"] == y_tag).all()
-            and (packed["z_tag"] == z_tag).all()
-        ):
-            return np.stack([packed["x"], packed["y"], packed["z"]], axis=1).astype(np.float32)
-    return np.array([[p.x, p.y, p.z] for p in landmarks.landmark], dtype=np.float32).reshape(-1, 3)
+    """The (n, 3) float32 x, y, z of a ``NormalizedLandmarkList`` message (``landmarks_of_bytes``)."""
+    return landmarks_of_bytes(landmarks.SerializeToString())
 
 
 class MeshModel:
@@ -97,9 +98,10 @@ class MeshModel:
         """The landmarks (n, 3: x, y as fractions of ``rgb``'s side, z on the scale of x) in ``rgb``, the
         region itself; None when the model sees no face there."""
         # what SolutionBase.process does for this graph, less the results' named tuple it builds each call
-        # (a class made with eval: half of the Python time of a read)
-        from mediapipe.python import packet_creator, packet_getter
-        from mediapipe.python._framework_bindings import image_frame
+        # (a class made with eval: half of the Python time of a read) and the message it makes of the
+        # landmarks (protobuf warns that the call it makes it with is deprecated, each time)
+        from mediapipe.python import packet_creator
+        from mediapipe.python._framework_bindings import _packet_getter, image_frame
 
         self.reader._simulated_timestamp += READ_TIMESTAMP_STEP  # its counter: its own process() may run too
         timestamp = self.reader._simulated_timestamp
@@ -114,7 +116,7 @@ class MeshModel:
         packet = outputs.get("face_landmarks")
         if packet is None or packet.is_empty():
             return None
-        return landmark_array(packet_getter.get_proto(packet))
+        return landmarks_of_bytes(_packet_getter._get_serialized_proto(packet))
 
     def warm_up(self) -> None:
         """Run both graphs once (TFLite prints its start-up lines on the first run)."""
