@@ -66,6 +66,7 @@ UNIT_FILES = frozenset(
         "test_live_units.py",
         "test_model_loading.py",
         "test_swapper_hint.py",
+        "test_mesh_model.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

@@ -145,20 +145,22 @@ def test_importing_the_package_leaves_the_environment_alone_and_the_entry_point_
 
     from tests.conftest import ROOT
 
-    environment = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    pools = ("OPENBLAS_NUM_THREADS", "OPENCV_FOR_THREADS_NUM")
+    environment = {k: v for k, v in __import__("os").environ.items() if k not in pools}
     script = (
         "import os\n"
         "import facefusion_ui.core, facefusion_ui.cli\n"
-        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        f"print([os.environ.get(name) for name in {pools!r}])\n"
         "facefusion_ui.cli.main(['presets', 'show', 'strict'])\n"
-        "print(os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "import cv2\n"
+        f"print([os.environ.get(name) for name in {pools!r}], cv2.getNumThreads())\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=environment, cwd=ROOT, check=True
     )
     lines = completed.stdout.splitlines()
-    assert lines[0] == "None"
-    assert lines[-1] == "1"
+    assert lines[0] == "[None, None]"
+    assert lines[-1] == "['1', '1'] 1"
 
 
 @pytest.mark.parametrize("command", [["batch", "run"], ["worker"]])

@@ -94,6 +94,19 @@ def test_store_writes_back_only_the_changed_area() -> None:
     assert np.array_equal(unchanged.data, original.data)
 
 
+def test_the_changed_box_holds_a_change_in_any_one_channel() -> None:
+    before = photo()
+    for channel in range(3):
+        after = before.copy()
+        after[41, 101, channel] ^= 1  # top left corner, one channel
+        after[89, 148, 2 - channel] ^= 1  # bottom right corner, another
+        assert changed_box(before, after) == (100, 40, 150, 90)
+    one = before.copy()
+    one[7, WIDTH - 1, 1] ^= 255  # the last column's middle channel
+    assert changed_box(before, one) == (WIDTH - 2, 6, WIDTH, 8)
+    assert changed_box(before, before.copy()) is None
+
+
 def test_preview_is_a_small_bgr_copy_with_its_scale() -> None:
     frame = YuvFrame.from_bgr(np.asarray(cv2.resize(photo(), (1280, 720)), dtype=np.uint8), ColourMatrix("bt709"))
     small, scale = frame.preview(640)

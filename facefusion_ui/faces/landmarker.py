@@ -18,7 +18,7 @@ import numpy as np
 
 from facefusion_ui.faces.alignment import template_points
 from facefusion_ui.faces.face import FaceMesh
-from facefusion_ui.faces.mesh_model import MESH_INPUT_SIZE, MeshModel
+from facefusion_ui.faces.mesh_model import MESH_INPUT_SIZE, MeshModel, landmark_array
 from facefusion_ui.types import Frame, Points
 
 NOSE_TIP_FROM_BASE = 0.78
@@ -85,7 +85,7 @@ def face_mesh(frame: Frame, bbox: Points, mesh_model: MeshModel) -> FaceMesh | N
     if not result.multi_face_landmarks:
         return None
     # mediapipe gives x, y as fractions of the crop and z on the same scale as x
-    raw = np.array([[p.x, p.y, p.z] for p in result.multi_face_landmarks[0].landmark], dtype=np.float32)
+    raw = landmark_array(result.multi_face_landmarks[0])
     pixels = raw * np.float32(MESH_CROP_SIZE / scale)
     points = (pixels[:, :2] + np.array([x, y], dtype=np.float32)).astype(np.float32)
     return FaceMesh(points, np.ascontiguousarray(pixels[:, 2]))

@@ -391,8 +391,10 @@ def render_maps(
     # fillConvexPoly's fixed point: corners to 1/16 pixel (shift 4)
     polygons = np.round((target - np.array([x1, y1], dtype=np.float64)) * 16).astype(np.int32)
     farthest_first = np.argsort(-target_depth[triangles].mean(axis=1), kind="stable")
-    for index in farthest_first[drawn[farthest_first]].tolist():
-        cv2.fillConvexPoly(owner, polygons[index], index, lineType=cv2.LINE_8, shift=4)
+    order = farthest_first[drawn[farthest_first]]
+    fill = cv2.fillConvexPoly  # a thousand calls a face: positional arguments parse in a third less time
+    for index, polygon in zip(order.tolist(), polygons[order], strict=True):
+        fill(owner, polygon, index, cv2.LINE_8, 4)
     xs = np.arange(x1, x2, dtype=np.float32)[None, :]
     ys = np.arange(y1, y2, dtype=np.float32)[:, None]
     coefficients = affine.astype(np.float32)

@@ -109,10 +109,12 @@ def bgr_to_planes(bgr: Frame, matrix: ColourMatrix) -> tuple[np.ndarray, np.ndar
 def changed_box(before: Frame, after: Frame) -> tuple[int, int, int, int] | None:
     """The smallest box (x0, y0, x1, y1), grown to even coordinates, holding every changed pixel."""
     difference = cv2.absdiff(before, after)
-    mask = cv2.max(cv2.max(difference[:, :, 0], difference[:, :, 1]), difference[:, :, 2])
-    x, y, w, h = cv2.boundingRect(mask)
+    channels = difference.shape[2] if difference.ndim == 3 else 1
+    # the channels side by side in one plane (a pixel's columns x * channels ...): no per-channel copies
+    x, y, w, h = cv2.boundingRect(difference.reshape(difference.shape[0], -1))
     if w == 0 or h == 0:
         return None
+    x, w = x // channels, -(-(x + w) // channels) - x // channels
     x0, y0 = x - x % 2, y - y % 2
     x1, y1 = x + w + (x + w) % 2, y + h + (y + h) % 2
     return x0, y0, min(x1, before.shape[1]), min(y1, before.shape[0])
