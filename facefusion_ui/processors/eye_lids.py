@@ -1,11 +1,11 @@
-"""The target's eyelids, for the embedded swapper: round each eye of the target a band (its lids and
-lashes, from the mesh's eye contour) where the target's own pixels are kept, so that a shut, winking or
-cast-down eye keeps its lid and the source's iris shows only inside the target's open eye.
+"""The target's eyelids, for the embedded swapper: round each narrow eye of the target a band (its lids
+and lashes, from the mesh's eye contour) where the target's own pixels are kept, so that a shut, winking
+or cast-down eye keeps its lid and the source's iris shows only inside the target's opening.
 
 An eye whose opening (lid to lid) is under ``SHUT`` of its width is narrow, shut or cast down: its lids
-are kept ``SHUT_REACH`` of the eye's width round its contour; an open eye keeps only a thin band,
-``LID_REACH`` round its contour (its lashes). The source's eye is drawn only inside the target's opening, clipped by
-its lids. The band's edge is feathered, so no line shows where the source's skin starts.
+are kept ``SHUT_REACH`` of the eye's width round its contour. An open eye is the source's, lids and
+lashes (a band there would cost likeness, and its edge would cross the lashes). The band is feathered
+outward only, so no line shows where the source's skin starts and the opening stays the source's.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from facefusion_ui.types import Mask, Points
 SHUT = 0.18
 """An eye whose opening (its contour's area over its width squared, times 4/pi: the lid-to-lid height
 of an ellipse, as a share of its width) is under this counts as narrow, shut or cast down."""
-LID_REACH = 0.08
-"""How far out of an open eye's contour (a share of the eye's width) the target's lashes are kept."""
 SHUT_REACH = 0.25
 """How far out of a shut eye's contour the target's lids and lashes are kept."""
 FEATHER = 0.12
@@ -42,7 +40,9 @@ def lid_band(points: Points, contours: tuple[np.ndarray, ...], region: tuple[int
     for contour in contours:
         outline = points[contour].astype(np.float32) - offset
         width = float(np.linalg.norm(outline.max(axis=0) - outline.min(axis=0))) or 1.0
-        reach = max(1, round((SHUT_REACH if opening_ratio(outline) < SHUT else LID_REACH) * width))
+        if opening_ratio(outline) >= SHUT:
+            continue
+        reach = max(1, round(SHUT_REACH * width))
         eye = np.zeros_like(band)
         cv2.fillPoly(eye, [np.round(outline).astype(np.int32)], 1.0)
         grown = cv2.dilate(eye, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1)))

@@ -38,6 +38,7 @@ from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
+from facefusion_ui.processors.seam_blend import three_channels
 from facefusion_ui.processors.source_glasses import frame_lines, painted_out
 from facefusion_ui.types import Frame, Mask, Points
 
@@ -157,6 +158,8 @@ TRUST_RAMP = 0.06
 """Over how much of the face's size (inward from the outline) the source's trust rises from 0 to 1."""
 COLOUR_SIGMA = 0.025
 """The Gaussian blur (sigma, a share of the face's size) that makes the target's colour a smooth field."""
+SMOOTH_STEP = 2.0
+"""A smooth colour field is made at a size this many pixels of its blur's sigma per pixel."""
 OWN_COLOUR = 0.05
 """The weight of a pixel's own colour in its smooth colour field (``smooth_colour``)."""
 SKIN_SPREAD_FLOOR = np.array([8.0, 2.0, 2.0], dtype=np.float32)
@@ -474,17 +477,31 @@ def transfer_colour(warped: Frame, target: Frame, weight: Mask, openings: Mask |
     smooth = cv2.merge([source_lab[..., 0], smooth_colour(source_lab, face, sigma)])
     s_mean, s_std = (value.ravel() for value in cv2.meanStdDev(smooth, mask=inner))
     target_lab = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)
-    target_smooth = cv2.merge([target_lab[..., 0], smooth_colour(target_lab, face, sigma)])
-    t_mean, t_std = (value.ravel() for value in cv2.meanStdDev(target_smooth, mask=inner))
+    t_mean, t_std = smooth_statistics(target_lab, face, sigma)
     ratio = np.clip(t_std / (s_std + 1e-3), *STD_RATIO_LIMITS)
     # each channel moved as (value - s_mean) * ratio + t_mean, rounded and saturated to 0..255
     matrix = np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]])
     moved = cv2.transform(smooth, matrix)
     if openings is not None and openings.any():
-        own = cv2.transform(source_lab, matrix).astype(np.float32)
-        share = cv2.merge([openings, openings, openings])
-        moved = np.asarray(moved * (1.0 - share) + own * share + 0.5, dtype=np.uint8)
+        # only inside the openings' box: the rest of the face keeps the smooth colour
+        x, y, w, h = cv2.boundingRect(np.asarray(openings > 0, dtype=np.uint8))
+        own = cv2.transform(source_lab[y : y + h, x : x + w], matrix).astype(np.float32)
+        share = three_channels(openings[y : y + h, x : x + w])
+        inside = moved[y : y + h, x : x + w].astype(np.float32)
+        moved[y : y + h, x : x + w] = np.asarray(inside * (1.0 - share) + own * share + 0.5, dtype=np.uint8)
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
+
+
+def smooth_statistics(lab: np.ndarray, face: Mask, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and spread (L, a*, b*) over ``face`` (1 inside, 0 outside) of ``lab`` with its colour
+    made a smooth field (``smooth_colour``), read at a quarter of the size: only the figures are needed."""
+    height, width = face.shape
+    size = (max(1, width // 4), max(1, height // 4))
+    small_lab = cv2.resize(lab, size, interpolation=cv2.INTER_LINEAR)
+    small_face = np.asarray(cv2.resize(face, size, interpolation=cv2.INTER_LINEAR), dtype=np.float32)
+    smooth = cv2.merge([small_lab[..., 0], smooth_colour(small_lab, small_face, sigma / 4)])
+    mean, std = cv2.meanStdDev(smooth, mask=np.asarray(small_face > 0.5, dtype=np.uint8))
+    return mean.ravel(), std.ravel()
 
 
 def openings_mask(points: Points, region: tuple[int, int, int, int]) -> Mask:
@@ -499,13 +516,20 @@ def openings_mask(points: Points, region: tuple[int, int, int, int]) -> Mask:
 
 def smooth_colour(lab: np.ndarray, weight: Mask, sigma: float) -> np.ndarray:
     """The a* and b* of ``lab`` (uint8, two channels) averaged over ``sigma`` pixels, each pixel by
-    ``weight`` (the inner face, not the hair or background round it, which never comes in): no colour detail
-    finer than the blur. Each pixel's own colour counts ``OWN_COLOUR`` more, so where little weight is
-    near (the face's edge) the field stays the pixel's colour, not a mean of a few."""
-    pair = cv2.merge([weight, weight]).astype(np.float32)
-    colour = lab[..., 1:].astype(np.float32)
-    spread = cv2.GaussianBlur(pair, (0, 0), sigma) + OWN_COLOUR
-    field = (cv2.GaussianBlur(colour * pair, (0, 0), sigma) + OWN_COLOUR * colour) / spread
+    ``weight`` (the inner face, not the hair or background round it, which never comes in): no colour
+    detail finer than the blur. Each pixel's own colour counts ``OWN_COLOUR`` more, so where little weight
+    is near (the face's edge) the field stays the pixel's colour, not a mean of a few. Done at a size
+    ``sigma / SMOOTH_STEP`` times smaller (a bilinear shrink: the blur that follows smooths it) and scaled
+    back (the field is smooth at that scale)."""
+    height, width = weight.shape
+    step = max(1, min(int(sigma / SMOOTH_STEP), height // 4, width // 4))
+    size = (max(1, width // step), max(1, height // step))
+    small_weight = cv2.resize(weight.astype(np.float32), size, interpolation=cv2.INTER_LINEAR)
+    small = cv2.resize(lab[..., 1:], size, interpolation=cv2.INTER_LINEAR).astype(np.float32)
+    pair = cv2.merge([small_weight, small_weight])
+    spread = cv2.GaussianBlur(pair, (0, 0), sigma / step) + OWN_COLOUR
+    field = (cv2.GaussianBlur(small * pair, (0, 0), sigma / step) + OWN_COLOUR * small) / spread
+    field = cv2.resize(field, (width, height), interpolation=cv2.INTER_LINEAR)
     return np.asarray(np.clip(field + 0.5, 0, 255), dtype=np.uint8)
 
 
