@@ -524,13 +524,19 @@ def smooth_colour(lab: np.ndarray, weight: Mask, sigma: float) -> np.ndarray:
     height, width = weight.shape
     step = max(1, min(int(sigma / SMOOTH_STEP), height // 4, width // 4))
     size = (max(1, width // step), max(1, height // step))
-    small_weight = cv2.resize(weight.astype(np.float32), size, interpolation=cv2.INTER_LINEAR)
-    small = cv2.resize(lab[..., 1:], size, interpolation=cv2.INTER_LINEAR).astype(np.float32)
+    shrunk = step > 1
+    small_weight = np.asarray(
+        cv2.resize(weight, size, interpolation=cv2.INTER_LINEAR) if shrunk else weight, dtype=np.float32
+    )
+    small = np.asarray(cv2.resize(lab[..., 1:], size, interpolation=cv2.INTER_LINEAR) if shrunk else lab[..., 1:])
+    small = small.astype(np.float32)
     pair = cv2.merge([small_weight, small_weight])
     spread = cv2.GaussianBlur(pair, (0, 0), sigma / step) + OWN_COLOUR
     field = (cv2.GaussianBlur(small * pair, (0, 0), sigma / step) + OWN_COLOUR * small) / spread
-    field = cv2.resize(field, (width, height), interpolation=cv2.INTER_LINEAR)
-    return np.asarray(np.clip(field + 0.5, 0, 255), dtype=np.uint8)
+    rounded = np.asarray(np.clip(field + 0.5, 0, 255), dtype=np.uint8)
+    if step == 1:
+        return rounded
+    return np.asarray(cv2.resize(rounded, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
 
 
 def eye_groups(count: int) -> list[np.ndarray]:
