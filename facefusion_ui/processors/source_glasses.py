@@ -1,5 +1,6 @@
-"""The source's glasses, for the embedded swapper: whether the source photo's person wears them, and
-which pixels of the photo are their frames and lenses (so the target's own eyes and skin show there).
+"""The source's glasses, for the embedded swapper: whether the source photo's person wears them, which
+pixels of the photo are their frames, and the photo with them painted out from the skin round them (so
+the source's own eyes and the skin seen through the lenses stay, and no rim comes across).
 
 Where glasses sit: round each eye, a lens-sized ellipse (the mesh's "glasses" region, widened: frames
 reach past it above and below the eye), and the bridge of the nose between the eyes. The eyes themselves
@@ -37,6 +38,14 @@ BAR_WIDTH = 0.5
 """Rows of the bridge looked at: those at least this wide, in distances between the inner eye corners."""
 BROW_MARGIN = 25.0
 """How much darker than the brows' median lightness a line over them must be to be taken for a frame."""
+PAINT_GROW = 0.015
+"""How far (a share of the face's size) the painted-out frames reach past the pixels found: their soft
+edges and shadow."""
+PAINT_RADIUS = 0.04
+"""How far round (a share of the face's size, a Gaussian's sigma) the painting reads the skin it fills a
+frame with."""
+RIM_BAND = 0.2
+"""Half the width of the band along a lens's edge where a rim is looked for, in eye widths."""
 RAYS = 24
 RIM_COVER = 0.6
 """Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
@@ -139,14 +148,44 @@ def frames_over_brows(image: Frame, points: Points) -> Mask:
     return np.asarray(brows & darker & dark_lines(image, points), dtype=np.float32)
 
 
-def glasses_pixels(image: Frame, points: Points, skin: Mask) -> Mask:
-    """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, what is not its
-    skin (``skin``: 0..1 per pixel) or is a thin dark line, but not its eyes and brows; and frames where
-    they cross the brows. All 0 when it wears none."""
+def painted_out(image: Frame, points: Points, glasses: Mask, skin: Mask) -> Frame:
+    """``image`` with its ``glasses`` (``frame_lines``, 0..1) painted over with the skin round them (the
+    mean of the pixels near that are ``skin``, 0..1, and not glasses): the source's eyes, brows and the
+    skin seen through the lenses stay its own, so its likeness round the eyes comes across where leaving
+    the whole lens zone to the target lost it, and no dark eye or frame is smeared into the fill."""
+    painted = np.asarray(glasses > 0.5, dtype=np.uint8)
+    if not painted.any():
+        return image
+    grow = max(3, int(face_size(points) * PAINT_GROW)) | 1
+    painted = cv2.dilate(painted, np.ones((grow, grow), np.uint8)).astype(np.float32)
+    sigma = max(2.0, face_size(points) * PAINT_RADIUS)
+    trusted = np.asarray(skin * (1.0 - painted), dtype=np.float32)
+    spread = np.maximum(cv2.GaussianBlur(trusted, (0, 0), sigma), 1e-3)
+    weights = cv2.merge([trusted, trusted, trusted])
+    fill = cv2.GaussianBlur(image.astype(np.float32) * weights, (0, 0), sigma) / cv2.merge([spread, spread, spread])
+    blend = cv2.GaussianBlur(painted, (grow, grow), 0)[..., None]
+    result = image.astype(np.float32) * (1.0 - blend) + fill * blend
+    return np.asarray(np.clip(result + 0.5, 0, 255), dtype=np.uint8)
+
+
+def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
+    """1 on a band along each lens's edge (``RIM_BAND`` of the eye's width either side): where a rim runs."""
+    rings = np.zeros(shape, dtype=np.float32)
+    for corners in EYE_CORNERS:
+        _, _, width = eye_frame(points, corners)
+        thickness = max(1, round(2 * RIM_BAND * width))
+        polygon = np.round(lens_polygon(points, corners)).astype(np.int32)
+        cv2.polylines(rings, [polygon], True, 1.0, thickness)
+    return rings
+
+
+def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
+    """1 on the frames of the glasses the face wears: the thin dark lines in the glasses' zone, what is
+    not its skin (``skin``: 0..1 per pixel) along the lenses' edges (light rims, tortoiseshell), neither on
+    its eyes, and frames where they cross the brows; all 0 when it wears none."""
     if not wears_glasses(image, points):
         return np.zeros(image.shape[:2], dtype=np.float32)
-    zone, kept, _ = glasses_zones(points, image.shape[:2])
-    # a frame near the skin's colour (tortoiseshell, gold) is still a thin line darker than round it
-    frames = np.maximum(1.0 - skin, dilated_lines(image, points))
-    around = zone * (1.0 - kept) * frames
-    return np.asarray(np.maximum(around, frames_over_brows(image, points)), dtype=np.float32)
+    shape = image.shape[:2]
+    zone, kept, _ = glasses_zones(points, shape)
+    lines = np.maximum(zone * dilated_lines(image, points), lens_rings(points, shape) * (1.0 - skin))
+    return np.asarray(np.maximum(lines * (1.0 - kept), frames_over_brows(image, points)), dtype=np.float32)
