@@ -67,7 +67,7 @@ def with_eyes_shut(image: Frame, points: np.ndarray) -> Frame:
         for point, (upper, _) in zip(crease, lid, strict=True):
             moved[point] = points[point] + (moved[upper] - points[upper]) * 0.5
     region = (0, 0, image.shape[1], image.shape[0])
-    map_x, map_y, covered = render_maps(moved, np.zeros(len(moved)), points, region, mesh_triangles())
+    map_x, map_y, covered = render_maps(moved, np.zeros(len(moved), dtype=np.float32), points, region, mesh_triangles())
     warped = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     return np.asarray(np.where(covered[..., None], warped, image), dtype=np.uint8)
 

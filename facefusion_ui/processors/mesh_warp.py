@@ -17,7 +17,8 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    target nearly shut where the source is open (``openings_to_draw``): an eye round its iris, so the
    source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; round
    each eye the target's own lids are kept (``eye_lids``), so the source's eye shows only inside the
-   target's opening; the source's glasses, unless kept, are painted out of it first (``source_glasses``);
+   target's opening; the source's glasses, unless kept, are painted out of it first (``source_glasses``)
+   and the painted area is given the target's fine detail (skin texture, lid creases), not left flat;
 4. the warped face's brightness moves to the target's (Lab mean and spread, inside the face) and its
    colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour streaks),
    and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face
@@ -40,7 +41,7 @@ from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
 from facefusion_ui.processors.seam_blend import three_channels
-from facefusion_ui.processors.source_glasses import frame_lines, painted_out
+from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -634,11 +635,19 @@ def source_trust(image: Frame, points: Points) -> Mask:
 def without_glasses(image: Frame, points: Points) -> Frame:
     """``image`` (a crop round the source face) with the glasses its face wears painted out
     (``source_glasses``), or as it is when it wears none."""
+    return glasses_painted_out(image, points)[0]
+
+
+def glasses_painted_out(image: Frame, points: Points) -> tuple[Frame, Mask | None]:
+    """``without_glasses``, and how much of each pixel was painted (None when nothing was)."""
     outline, features = face_parts(image, points)
     skin = skin_likeness(image, points, outline, features)
     if skin is None:
-        return image
-    return painted_out(image, points, frame_lines(image, points, skin), skin)
+        return image, None
+    lines = frame_lines(image, points, skin)
+    if not lines.any():
+        return image, None
+    return painted_out(image, points, lines, skin), paint_share(points, lines)
 
 
 @dataclass(frozen=True)
@@ -650,15 +659,18 @@ class WarpSource:
     image: Frame
     mesh: FaceMesh
     trust: Mask
+    painted: Mask | None = None
+    """Where its glasses were painted out (0..1 over ``image``), None when it wore none or kept them."""
 
     @classmethod
     def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
+        painted = None
         if not keep_glasses:
-            crop = without_glasses(crop, points)
-        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points))
+            crop, painted = glasses_painted_out(crop, points)
+        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points), painted)
 
 
 def mesh_warp_swap(
@@ -692,6 +704,11 @@ def mesh_warp_swap(
         weight = np.minimum(weight, face_mask(region))
     target_patch = frame[y1:y2, x1:x2]
     warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight, openings_mask(shaped, region))
+    if source.painted is not None:
+        painted = cv2.remap(
+            source.painted, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        )
+        warped = with_target_detail(warped, target_patch, np.asarray(painted, dtype=np.float32), float(x2 - x1))
     result = frame.copy()
     result[y1:y2, x1:x2] = seam_blend.multiband_blend(target_patch, warped, weight)
     full_mask[y1:y2, x1:x2] = weight

@@ -44,6 +44,11 @@ edges and shadow."""
 PAINT_RADIUS = 0.04
 """How far round (a share of the face's size, a Gaussian's sigma) the painting reads the skin it fills a
 frame with."""
+FILL_CONFIDENT = 0.2
+"""The share of skin near a painted pixel from which its fill is the near skin's mean alone."""
+DETAIL_SIGMA = 0.015
+"""The blur (sigma, a share of the face's width) whose difference is the target's fine detail put on the
+painted-out fill (``with_target_detail``)."""
 RIM_BAND = 0.2
 """Half the width of the band along a lens's edge where a rim is looked for, in eye widths."""
 RAYS = 24
@@ -74,14 +79,20 @@ def glasses_zones(points: Points, shape: tuple[int, int]) -> tuple[Mask, Mask, M
         cv2.fillConvexPoly(zone, np.round(lens_polygon(points, corners)).astype(np.int32), 1.0)
     bridge = np.zeros(shape, dtype=np.float32)
     cv2.fillConvexPoly(bridge, cv2.convexHull(points[list(BRIDGE_POINTS)].astype(np.float32)).astype(np.int32), 1.0)
-    kept = region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    brows = region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    kept = np.minimum(brows + kept_eyes(points, shape), 1.0)
+    return np.maximum(zone, bridge), kept, bridge
+
+
+def kept_eyes(points: Points, shape: tuple[int, int]) -> Mask:
+    """1 on the source's own eyes and lashes (each eye's outline scaled by ``EYE_KEPT``), 0 elsewhere."""
+    kept = np.zeros(shape, dtype=np.float32)
     indices = part_indices()
     for eye in ("left-eye", "right-eye"):
         outline = points[list(indices[eye])].astype(np.float32)
         centre = outline.mean(axis=0)
         cv2.fillConvexPoly(kept, cv2.convexHull(centre + (outline - centre) * EYE_KEPT).astype(np.int32), 1.0)
-    kept = np.minimum(kept, 1.0)
-    return np.maximum(zone, bridge), kept, bridge
+    return kept
 
 
 def dark_lines(image: Frame, points: Points) -> np.ndarray:
@@ -90,6 +101,14 @@ def dark_lines(image: Frame, points: Points) -> np.ndarray:
     kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
     element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
     return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element) >= LINE_DARKNESS)
+
+
+def light_lines(image: Frame, points: Points) -> np.ndarray:
+    """True where ``image`` has a thin light line (a top-hat: a rim's highlight, a light rim's edge)."""
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+    return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element) >= LINE_DARKNESS)
 
 
 def dilated_lines(image: Frame, points: Points) -> Mask:
@@ -148,24 +167,69 @@ def frames_over_brows(image: Frame, points: Points) -> Mask:
     return np.asarray(brows & darker & dark_lines(image, points), dtype=np.float32)
 
 
+def paint_share(points: Points, glasses: Mask) -> Mask:
+    """How much of each pixel is painted over (0..1): the ``glasses`` (``frame_lines``) grown over their
+    soft edges and shadow (``PAINT_GROW``), their holes filled (the lens between a rim and the eye it
+    leaves is painted with the rim, no island of lens colour), feathered."""
+    painted = np.asarray(glasses > 0.5, dtype=np.uint8)
+    if not painted.any():
+        return np.zeros(glasses.shape, dtype=np.float32)
+    grow = max(3, int(face_size(points) * PAINT_GROW)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (grow, grow))
+    painted = cv2.dilate(painted, element).astype(np.float32)
+    # feathered outward only: the whole frame stays painted, its edge fades into the skin round it; the
+    # source's own eyes are never painted over
+    soft = np.maximum(painted, cv2.GaussianBlur(painted, (0, 0), grow / 2))
+    return np.asarray(soft * (1.0 - kept_eyes(points, glasses.shape)), dtype=np.float32)
+
+
 def painted_out(image: Frame, points: Points, glasses: Mask, skin: Mask) -> Frame:
     """``image`` with its ``glasses`` (``frame_lines``, 0..1) painted over with the skin round them (the
     mean of the pixels near that are ``skin``, 0..1, and not glasses): the source's eyes, brows and the
     skin seen through the lenses stay its own, so its likeness round the eyes comes across where leaving
-    the whole lens zone to the target lost it, and no dark eye or frame is smeared into the fill."""
-    painted = np.asarray(glasses > 0.5, dtype=np.uint8)
-    if not painted.any():
+    the whole lens zone to the target lost it, and no dark eye or frame is smeared into the fill. The
+    fill is smooth (the skin's tone and shading only): the swap gives it the target's fine detail
+    (``with_target_detail``), so it is not a flat patch."""
+    blend = paint_share(points, glasses)
+    if not blend.any():
         return image
-    grow = max(3, int(face_size(points) * PAINT_GROW)) | 1
-    painted = cv2.dilate(painted, np.ones((grow, grow), np.uint8)).astype(np.float32)
     sigma = max(2.0, face_size(points) * PAINT_RADIUS)
-    trusted = np.asarray(skin * (1.0 - painted), dtype=np.float32)
-    spread = np.maximum(cv2.GaussianBlur(trusted, (0, 0), sigma), 1e-3)
-    weights = cv2.merge([trusted, trusted, trusted])
-    fill = cv2.GaussianBlur(image.astype(np.float32) * weights, (0, 0), sigma) / cv2.merge([spread, spread, spread])
-    blend = cv2.GaussianBlur(painted, (grow, grow), 0)[..., None]
-    result = image.astype(np.float32) * (1.0 - blend) + fill * blend
+    trusted = np.asarray(skin * (blend < 0.01), dtype=np.float32)
+    weighted = image.astype(np.float32) * cv2.merge([trusted, trusted, trusted])
+    # the skin near, and where little is near (between the lenses, over the bridge) the skin further off
+    near, far = (cv2.GaussianBlur(weighted, (0, 0), scale) for scale in (sigma, 3 * sigma))
+    near_spread, far_spread = (cv2.GaussianBlur(trusted, (0, 0), scale)[..., None] for scale in (sigma, 3 * sigma))
+    confidence = np.clip(near_spread / FILL_CONFIDENT, 0.0, 1.0)
+    fill = near / np.maximum(near_spread, 1e-3) * confidence + far / np.maximum(far_spread, 1e-3) * (1.0 - confidence)
+    share = blend[..., None]
+    result = image.astype(np.float32) * (1.0 - share) + fill * share
     return np.asarray(np.clip(result + 0.5, 0, 255), dtype=np.uint8)
+
+
+def with_target_detail(warped: Frame, target: Frame, painted: Mask, face_width: float) -> Frame:
+    """``warped`` (the source drawn onto the target) with, where its glasses were painted out
+    (``painted``, 0..1, drawn onto the target too), the target's own fine detail (its lightness minus
+    its blur over ``DETAIL_SIGMA`` of the face): skin texture, lid creases and lashes where the fill is
+    smooth, so the painted area reads as skin, not a flat patch. Lightness only: the colour stays."""
+    if not painted.any():
+        return warped
+    x, y, w, h = cv2.boundingRect(np.asarray(painted > 0.01, dtype=np.uint8))
+    grey = cv2.cvtColor(target, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    sigma = max(1.0, DETAIL_SIGMA * face_width)
+    margin = int(3 * sigma) + 1
+    y1, y2, x1, x2 = (
+        max(y - margin, 0),
+        min(y + h + margin, grey.shape[0]),
+        max(x - margin, 0),
+        min(x + w + margin, grey.shape[1]),
+    )
+    patch = grey[y1:y2, x1:x2]
+    detail = (patch - cv2.GaussianBlur(patch, (0, 0), sigma))[y - y1 : y - y1 + h, x - x1 : x - x1 + w]
+    added = detail * painted[y : y + h, x : x + w]
+    result: Frame = warped.copy()
+    inside = result[y : y + h, x : x + w].astype(np.float32) + cv2.merge([added, added, added])
+    result[y : y + h, x : x + w] = np.clip(inside + 0.5, 0, 255).astype(np.uint8)
+    return result
 
 
 def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
@@ -181,11 +245,13 @@ def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
 
 def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
     """1 on the frames of the glasses the face wears: the thin dark lines in the glasses' zone, what is
-    not its skin (``skin``: 0..1 per pixel) along the lenses' edges (light rims, tortoiseshell), neither on
+    not its skin (``skin``: 0..1 per pixel) or a thin light line along the lenses' edges (light rims,
+    tortoiseshell, a rim's highlight), neither on
     its eyes, and frames where they cross the brows; all 0 when it wears none."""
     if not wears_glasses(image, points):
         return np.zeros(image.shape[:2], dtype=np.float32)
     shape = image.shape[:2]
     zone, kept, _ = glasses_zones(points, shape)
-    lines = np.maximum(zone * dilated_lines(image, points), lens_rings(points, shape) * (1.0 - skin))
+    rings = lens_rings(points, shape)
+    lines = np.maximum(zone * dilated_lines(image, points), rings * np.maximum(1.0 - skin, light_lines(image, points)))
     return np.asarray(np.maximum(lines * (1.0 - kept), frames_over_brows(image, points)), dtype=np.float32)
