@@ -18,7 +18,8 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; round
    each eye the target's own lids are kept (``eye_lids``), so the source's eye shows only inside the
    target's opening; the source's glasses, unless kept, are painted out of it first (``source_glasses``)
-   and the painted area is given the target's fine detail (skin texture, lid creases), not left flat;
+   and the painted area is given the target's finest detail (pores), not left flat; a soft or small source
+   is sharpened first (``source_detail``), so its features come across as clearly as a sharp photo's;
 4. the warped face's brightness moves to the target's (Lab mean and spread, inside the face) and its
    colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour streaks),
    and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face
@@ -41,6 +42,7 @@ from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
 from facefusion_ui.processors.seam_blend import three_channels
+from facefusion_ui.processors.source_detail import sharpened
 from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
 
@@ -667,6 +669,7 @@ class WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
+        crop = sharpened(crop, face_parts(crop, points)[0], float(max(np.ptp(points, axis=0))))
         painted = None
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)

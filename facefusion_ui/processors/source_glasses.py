@@ -44,11 +44,15 @@ edges and shadow."""
 PAINT_RADIUS = 0.04
 """How far round (a share of the face's size, a Gaussian's sigma) the painting reads the skin it fills a
 frame with."""
-FILL_CONFIDENT = 0.2
+FILL_CONFIDENT = 0.03
 """The share of skin near a painted pixel from which its fill is the near skin's mean alone."""
-DETAIL_SIGMA = 0.015
+DETAIL_SIGMA = 0.007
 """The blur (sigma, a share of the face's width) whose difference is the target's fine detail put on the
 painted-out fill (``with_target_detail``)."""
+LIGHT_LINE = 20.0
+"""How much lighter than its surroundings (LAB lightness) a line along a lens's edge must be for a rim."""
+RIM_LENGTH = 0.5
+"""The shortest light line along a lens's edge taken for a rim, in eye widths."""
 RIM_BAND = 0.2
 """Half the width of the band along a lens's edge where a rim is looked for, in eye widths."""
 RAYS = 24
@@ -103,12 +107,20 @@ def dark_lines(image: Frame, points: Points) -> np.ndarray:
     return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element) >= LINE_DARKNESS)
 
 
-def light_lines(image: Frame, points: Points) -> np.ndarray:
-    """True where ``image`` has a thin light line (a top-hat: a rim's highlight, a light rim's edge)."""
+def rim_highlights(image: Frame, points: Points, rings: Mask, kept: Mask) -> Mask:
+    """1 on the long, thin light lines along the lenses' edges (``rings``, outside the ``kept`` eyes): a
+    light rim's edge or a rim's highlight (a top-hat of the lightness at least ``LIGHT_LINE``), each at
+    least ``RIM_LENGTH`` of an eye's width long, not the specks of the skin's texture."""
     lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
     kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
     element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
-    return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element) >= LINE_DARKNESS)
+    light = cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element) >= LIGHT_LINE
+    candidates = np.asarray(light & (rings > 0) & (kept == 0), dtype=np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(candidates, connectivity=8)
+    shortest = RIM_LENGTH * eye_frame(points, EYE_CORNERS[0])[2]
+    long_enough = np.zeros(count, dtype=np.float32)
+    long_enough[1:] = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]) >= shortest
+    return np.asarray(long_enough[labels], dtype=np.float32)
 
 
 def dilated_lines(image: Frame, points: Points) -> Mask:
@@ -179,7 +191,7 @@ def paint_share(points: Points, glasses: Mask) -> Mask:
     painted = cv2.dilate(painted, element).astype(np.float32)
     # feathered outward only: the whole frame stays painted, its edge fades into the skin round it; the
     # source's own eyes are never painted over
-    soft = np.maximum(painted, cv2.GaussianBlur(painted, (0, 0), grow / 2))
+    soft = np.maximum(painted, cv2.GaussianBlur(painted, (0, 0), grow))
     return np.asarray(soft * (1.0 - kept_eyes(points, glasses.shape)), dtype=np.float32)
 
 
@@ -208,9 +220,10 @@ def painted_out(image: Frame, points: Points, glasses: Mask, skin: Mask) -> Fram
 
 def with_target_detail(warped: Frame, target: Frame, painted: Mask, face_width: float) -> Frame:
     """``warped`` (the source drawn onto the target) with, where its glasses were painted out
-    (``painted``, 0..1, drawn onto the target too), the target's own fine detail (its lightness minus
-    its blur over ``DETAIL_SIGMA`` of the face): skin texture, lid creases and lashes where the fill is
-    smooth, so the painted area reads as skin, not a flat patch. Lightness only: the colour stays."""
+    (``painted``, 0..1, drawn onto the target too), the target's own finest detail (its lightness minus
+    its blur over ``DETAIL_SIGMA`` of the face: pores, fine lines) on the smooth fill, so the painted area
+    reads as skin, not a flat patch. Coarser detail (the target's lid creases) would show the target's
+    eyes round the source's and cost the likeness. Lightness only: the colour stays."""
     if not painted.any():
         return warped
     x, y, w, h = cv2.boundingRect(np.asarray(painted > 0.01, dtype=np.uint8))
@@ -253,5 +266,6 @@ def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
     shape = image.shape[:2]
     zone, kept, _ = glasses_zones(points, shape)
     rings = lens_rings(points, shape)
-    lines = np.maximum(zone * dilated_lines(image, points), rings * np.maximum(1.0 - skin, light_lines(image, points)))
+    lines = np.maximum(zone * dilated_lines(image, points), rings * (1.0 - skin))
+    lines = np.maximum(lines, rim_highlights(image, points, rings, kept))
     return np.asarray(np.maximum(lines * (1.0 - kept), frames_over_brows(image, points)), dtype=np.float32)
