@@ -42,7 +42,7 @@ from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
 from facefusion_ui.processors.seam_blend import three_channels
-from facefusion_ui.processors.source_detail import sharpened
+from facefusion_ui.processors.source_detail import sharpened, sharpening
 from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
 
@@ -669,11 +669,13 @@ class WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
-        crop = sharpened(crop, face_parts(crop, points)[0], float(max(np.ptp(points, axis=0))))
+        inside, size = face_parts(crop, points)[0], float(max(np.ptp(points, axis=0)))
+        amount = sharpening(crop, inside, size)  # measured before any glasses are painted out
         painted = None
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)
-        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points), painted)
+        trust = source_trust(crop, points)
+        return cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
 
 
 def mesh_warp_swap(

@@ -23,24 +23,36 @@ MOST_SHARPENING = 1.5
 """The most the detail is multiplied by (1 + this): noise would follow beyond it."""
 
 
-def fine_detail(grey: np.ndarray, inside: Mask, sigma: float) -> float:
-    """The mean absolute fine detail of ``grey`` (float32) where ``inside`` is above 0.5."""
+def masked_blur(grey: np.ndarray, inside: Mask, sigma: float) -> np.ndarray:
+    """``grey`` blurred over ``sigma`` reading only the pixels ``inside`` weighs (the face, not what lies
+    round it: the source's hair or background never reach the face through the sharpening)."""
+    weight = np.asarray(inside, dtype=np.float32)
+    spread = cv2.GaussianBlur(weight, (0, 0), sigma)
+    return np.asarray(cv2.GaussianBlur(grey * weight, (0, 0), sigma) / np.maximum(spread, 1e-3), dtype=np.float32)
+
+
+def sharpening(image: Frame, inside: Mask, face_size: float) -> float:
+    """How much the face's fine detail (inside ``inside``, 0..1) is to be multiplied by, less 1: what
+    brings it up to ``DETAIL_FLOOR``, at most ``MOST_SHARPENING``, 0 when it is that sharp already."""
+    sigma = max(0.5, DETAIL_SCALE * face_size)
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
     face = inside > 0.5
     if not face.any():
         return 0.0
-    return float(np.abs(grey - cv2.GaussianBlur(grey, (0, 0), sigma))[face].mean())
+    detail = float(np.abs(grey - masked_blur(grey, inside, sigma))[face].mean())
+    if detail <= 0.0 or detail >= DETAIL_FLOOR:
+        return 0.0
+    return min(DETAIL_FLOOR / detail - 1.0, MOST_SHARPENING)
 
 
-def sharpened(image: Frame, inside: Mask, face_size: float) -> Frame:
+def sharpened(image: Frame, inside: Mask, face_size: float, amount: float) -> Frame:
     """``image`` (a crop round the source face; ``inside``: its outline, 0..1) with an unsharp mask of its
-    lightness that brings its face's fine detail up to ``DETAIL_FLOOR``, or as it is when it has that much."""
+    lightness by ``amount`` (``sharpening``) inside the face; as it is where ``inside`` is 0."""
+    if amount <= 0.0:
+        return image
     sigma = max(0.5, DETAIL_SCALE * face_size)
     grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    detail = fine_detail(grey, inside, sigma)
-    if detail <= 0.0 or detail >= DETAIL_FLOOR:
-        return image
-    amount = min(DETAIL_FLOOR / detail - 1.0, MOST_SHARPENING)
     # lightness only: the same lift on the three channels, no colour fringes
-    lift = (grey - cv2.GaussianBlur(grey, (0, 0), sigma)) * amount
+    lift = (grey - masked_blur(grey, inside, sigma)) * amount * (inside > 0)
     pixels = image.astype(np.float32) + cv2.merge([lift, lift, lift])
     return np.asarray(np.clip(pixels + 0.5, 0, 255), dtype=np.uint8)

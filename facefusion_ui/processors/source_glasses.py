@@ -206,7 +206,8 @@ def painted_out(image: Frame, points: Points, glasses: Mask, skin: Mask) -> Fram
     if not blend.any():
         return image
     sigma = max(2.0, face_size(points) * PAINT_RADIUS)
-    trusted = np.asarray(skin * (blend < 0.01), dtype=np.float32)
+    # the skin round the frames, not the eyes and lashes the painting leaves (they would darken it)
+    trusted = np.asarray(skin * (blend < 0.01) * (kept_eyes(points, blend.shape) == 0), dtype=np.float32)
     weighted = image.astype(np.float32) * cv2.merge([trusted, trusted, trusted])
     # the skin near, and where little is near (between the lenses, over the bridge) the skin further off
     near, far = (cv2.GaussianBlur(weighted, (0, 0), scale) for scale in (sigma, 3 * sigma))
