@@ -157,7 +157,7 @@ class Identity:
                         won_bare = swapped is not None and face_distance(
                             swapped, bare[source_name], "euclidean"
                         ) < face_distance(swapped, face, "euclidean")
-                        results.add(variant, target_name, won)
+                        results.add(variant, target_name, won, source_name)
                         results.nearer_bare.append(won_bare)
                         if variant == "original":
                             results.seams.append(seam_ratio(result.frame, result.mask) / seam_ratio(image, result.mask))
@@ -175,14 +175,16 @@ class Results:
     """Whether each swap is nearer the source photo with its glasses painted out than its original."""
     by_variant: dict[str, list[bool]] = field(default_factory=dict)
     by_target: dict[str, list[bool]] = field(default_factory=dict)
+    by_source: dict[str, list[bool]] = field(default_factory=dict)
     seams: list[float] = field(default_factory=list)
     """Seam ratio over the target's own, per swap of an unaltered target."""
     crops: list[Frame] = field(default_factory=list)
 
-    def add(self, variant: str, target: str, won: bool) -> None:
+    def add(self, variant: str, target: str, won: bool, source: str = "") -> None:
         self.nearer.append(won)
         self.by_variant.setdefault(variant, []).append(won)
         self.by_target.setdefault(target, []).append(won)
+        self.by_source.setdefault(source, []).append(won)
 
 
 def crop_pair(before: Frame, after: Frame, face: Face, won: bool) -> Frame:
@@ -216,6 +218,7 @@ def identity_rows(swapper: Swapper, which: str, crops: Path | None) -> list[Row]
         Row("  source without glasses", "box", f"{100 * float(np.mean(results.nearer_bare)):.1f}% of {count}", "", ""),
         Row("  by target change", "", shares(results.by_variant), "", ""),
         Row("  by target photo", "", shares(results.by_target), "", ""),
+        Row("  by source photo", "", shares(results.by_source), "", ""),
     ]
     finite = [value for value in results.seams if np.isfinite(value)]
     mean = float(np.mean(finite))
