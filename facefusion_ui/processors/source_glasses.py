@@ -181,8 +181,8 @@ def frames_over_brows(image: Frame, points: Points) -> Mask:
 
 def paint_share(points: Points, glasses: Mask) -> Mask:
     """How much of each pixel is painted over (0..1): the ``glasses`` (``frame_lines``) grown over their
-    soft edges and shadow (``PAINT_GROW``), their holes filled (the lens between a rim and the eye it
-    leaves is painted with the rim, no island of lens colour), feathered."""
+    soft edges and shadow (``PAINT_GROW``) and feathered outward over as much again, so the fill's edge
+    does not show as a line; never over the source's own eyes (``kept_eyes``)."""
     painted = np.asarray(glasses > 0.5, dtype=np.uint8)
     if not painted.any():
         return np.zeros(glasses.shape, dtype=np.float32)
