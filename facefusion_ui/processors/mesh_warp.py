@@ -15,10 +15,15 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    when the whole hull was warped as one); the eye and mouth openings, which the mesh leaves empty, are
    closed with the source's eyes and teeth unless the source is shut where the target is open, or the
    target nearly shut where the source is open (``openings_to_draw``): an eye round its iris, so the
-   source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; the
-   source's glasses are not trusted unless kept (``source_glasses``);
-4. the warped face's colour moves to the target's skin (LAB mean and spread, inside the face), and the
-   two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face changes.
+   source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; round
+   each eye the target's own lids are kept (``eye_lids``), so the source's eye shows only inside the
+   target's opening; the source's glasses, unless kept, are painted out of it first (``source_glasses``)
+   and the painted area is given the target's finest detail (pores), not left flat; a soft or small source
+   is sharpened first (``source_detail``), so its features come across as clearly as a sharp photo's;
+4. the warped face's brightness moves to the target's (Lab mean and spread, inside the face) and its
+   colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour streaks),
+   and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face
+   changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
@@ -35,7 +40,10 @@ from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.mediapipe_import import import_mediapipe
 from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
-from facefusion_ui.processors.source_glasses import glasses_pixels
+from facefusion_ui.processors.eye_lids import lid_band
+from facefusion_ui.processors.seam_blend import three_channels
+from facefusion_ui.processors.source_detail import sharpened, sharpening
+from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -152,6 +160,12 @@ NARROW_ENOUGH = 0.3
 target's (each measured against its face's size)."""
 TRUST_RAMP = 0.06
 """Over how much of the face's size (inward from the outline) the source's trust rises from 0 to 1."""
+COLOUR_SIGMA = 0.025
+"""The Gaussian blur (sigma, a share of the face's size) that makes the target's colour a smooth field."""
+SMOOTH_STEP = 2.0
+"""A smooth colour field is made at a size this many pixels of its blur's sigma per pixel."""
+OWN_COLOUR = 0.05
+"""The weight of a pixel's own colour in its smooth colour field (``smooth_colour``)."""
 SKIN_SPREAD_FLOOR = np.array([8.0, 2.0, 2.0], dtype=np.float32)
 """Smallest spread (L, a, b) of the source's skin colour: a evenly lit face would otherwise reject its
 own shading."""
@@ -453,18 +467,84 @@ def wide_blur(mask: Mask, kernel: int) -> Mask:
     return np.asarray(cv2.resize(blurred, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
 
 
-def transfer_colour(warped: Frame, target: Frame, weight: Mask) -> Frame:
-    """Reinhard colour transfer in LAB, statistics taken where ``weight`` is high (the inner face)."""
+def transfer_colour(warped: Frame, target: Frame, weight: Mask, openings: Mask | None = None) -> Frame:
+    """The warped face moved to the target's colours in Lab (Reinhard: each channel's mean and spread
+    where ``weight`` is high, the inner face), with its colour (a*, b*) a smooth field (``smooth_colour``):
+    the source's shading and fine detail (wrinkles, pores: who the person is) come across as brightness
+    only, never as orange-brown streaks on the target's skin, and a greyscale source takes the target's
+    mean colour, not a grey patch. In ``openings`` (0..1: the eyes and the mouth) the source's own colour
+    is moved instead, not smoothed: its irises and teeth keep theirs."""
     inner = np.asarray(weight > 0.5, dtype=np.uint8)
     if cv2.countNonZero(inner) < 16:
         return warped
     source_lab = cv2.cvtColor(warped, cv2.COLOR_BGR2LAB)
-    s_mean, s_std = (value.ravel() for value in cv2.meanStdDev(source_lab, mask=inner))
-    t_mean, t_std = (value.ravel() for value in cv2.meanStdDev(cv2.cvtColor(target, cv2.COLOR_BGR2LAB), mask=inner))
+    sigma = max(1.0, COLOUR_SIGMA * float(max(weight.shape)))
+    # averaged over the inner face as a whole: a colour field that does not follow the weight's fine
+    # changes (a trust a hundredth lower somewhere must not move the colour)
+    face = inner.astype(np.float32)
+    smooth = cv2.merge([source_lab[..., 0], smooth_colour(source_lab, face, sigma)])
+    s_mean, s_std = (value.ravel() for value in cv2.meanStdDev(smooth, mask=inner))
+    target_lab = cv2.cvtColor(target, cv2.COLOR_BGR2LAB)
+    t_mean, t_std = smooth_statistics(target_lab, face, sigma)
     ratio = np.clip(t_std / (s_std + 1e-3), *STD_RATIO_LIMITS)
     # each channel moved as (value - s_mean) * ratio + t_mean, rounded and saturated to 0..255
-    moved = cv2.transform(source_lab, np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]]))
+    matrix = np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]])
+    moved = cv2.transform(smooth, matrix)
+    if openings is not None and openings.any():
+        # only inside the openings' box: the rest of the face keeps the smooth colour
+        x, y, w, h = cv2.boundingRect(np.asarray(openings > 0, dtype=np.uint8))
+        own = cv2.transform(source_lab[y : y + h, x : x + w], matrix).astype(np.float32)
+        share = three_channels(openings[y : y + h, x : x + w])
+        inside = moved[y : y + h, x : x + w].astype(np.float32)
+        moved[y : y + h, x : x + w] = np.asarray(inside * (1.0 - share) + own * share + 0.5, dtype=np.uint8)
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
+
+
+def smooth_statistics(lab: np.ndarray, face: Mask, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The mean and spread (L, a*, b*) over ``face`` (1 inside, 0 outside) of ``lab`` with its colour
+    made a smooth field (``smooth_colour``), read at a quarter of the size: only the figures are needed."""
+    height, width = face.shape
+    size = (max(1, width // 4), max(1, height // 4))
+    small_lab = cv2.resize(lab, size, interpolation=cv2.INTER_LINEAR)
+    small_face = np.asarray(cv2.resize(face, size, interpolation=cv2.INTER_LINEAR), dtype=np.float32)
+    smooth = cv2.merge([small_lab[..., 0], smooth_colour(small_lab, small_face, sigma / 4)])
+    mean, std = cv2.meanStdDev(smooth, mask=np.asarray(small_face > 0.5, dtype=np.uint8))
+    return mean.ravel(), std.ravel()
+
+
+def openings_mask(points: Points, region: tuple[int, int, int, int]) -> Mask:
+    """1 inside the mesh's openings (``opening_contours``: the eyes, the mouth) over ``region``, 0 outside."""
+    x1, y1, x2, y2 = region
+    mask = np.zeros((y2 - y1, x2 - x1), dtype=np.float32)
+    offset = np.array([x1, y1], dtype=np.float32)
+    polygons = [np.round(points[contour] - offset).astype(np.int32) for contour in opening_contours()]
+    cv2.fillPoly(mask, polygons, 1.0)
+    return mask
+
+
+def smooth_colour(lab: np.ndarray, weight: Mask, sigma: float) -> np.ndarray:
+    """The a* and b* of ``lab`` (uint8, two channels) averaged over ``sigma`` pixels, each pixel by
+    ``weight`` (the inner face, not the hair or background round it, which never comes in): no colour
+    detail finer than the blur. Each pixel's own colour counts ``OWN_COLOUR`` more, so where little weight
+    is near (the face's edge) the field stays the pixel's colour, not a mean of a few. Done at a size
+    ``sigma / SMOOTH_STEP`` times smaller (a bilinear shrink: the blur that follows smooths it) and scaled
+    back (the field is smooth at that scale)."""
+    height, width = weight.shape
+    step = max(1, min(int(sigma / SMOOTH_STEP), height // 4, width // 4))
+    size = (max(1, width // step), max(1, height // step))
+    shrunk = step > 1
+    small_weight = np.asarray(
+        cv2.resize(weight, size, interpolation=cv2.INTER_LINEAR) if shrunk else weight, dtype=np.float32
+    )
+    small = np.asarray(cv2.resize(lab[..., 1:], size, interpolation=cv2.INTER_LINEAR) if shrunk else lab[..., 1:])
+    small = small.astype(np.float32)
+    pair = cv2.merge([small_weight, small_weight])
+    spread = cv2.GaussianBlur(pair, (0, 0), sigma / step) + OWN_COLOUR
+    field = (cv2.GaussianBlur(small * pair, (0, 0), sigma / step) + OWN_COLOUR * small) / spread
+    rounded = np.asarray(np.clip(field + 0.5, 0, 255), dtype=np.uint8)
+    if step == 1:
+        return rounded
+    return np.asarray(cv2.resize(rounded, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
 
 
 def eye_groups(count: int) -> list[np.ndarray]:
@@ -516,33 +596,62 @@ def inside_outline(points: Points, shape: tuple[int, ...], ramp: float) -> Mask:
     return np.asarray(np.clip((depth_inside - 1.5) / max(ramp, 1.0), 0.0, 1.0), dtype=np.float32)
 
 
-def source_trust(image: Frame, points: Points, keep_glasses: bool = False) -> Mask:
-    """How much each pixel of ``image`` (a crop around the source face, ``points`` in it) is the face
-    itself, 0..1: inside the outline, the eyes, brows, nose and lips always; elsewhere (cheeks, chin,
-    forehead) skin whose colour is near the face's typical skin, not hair, a hat or the background the
-    outline may take in at its edges. A beard counts as hair there: the target's own chin shows. Unless
-    ``keep_glasses``, the glasses the source wears are not the face either (``source_glasses``)."""
-    size = float(max(points.max(axis=0) - points.min(axis=0)))
-    outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
-    features = np.zeros(outline.shape, dtype=np.float32)
-    cv2.fillConvexPoly(features, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+def skin_likeness(image: Frame, points: Points, outline: Mask, features: Mask) -> Mask | None:
+    """0..1 per pixel of ``image``: how near its colour is to the face's typical skin (taken inside
+    ``outline`` outside ``features``); None when too little skin shows to tell."""
     lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
     skin_area = (outline > 0.5) & (features == 0)
     if skin_area.sum() < 16:
-        return outline
+        return None
     typical = np.median(lab[skin_area], axis=0)
     spread = np.maximum(np.median(np.abs(lab[skin_area] - typical), axis=0) * 1.4826, SKIN_SPREAD_FLOOR)
     off = np.abs(lab - typical) / spread
     distance = np.maximum(off[..., 0] / LIGHTNESS_SLACK, np.hypot(off[..., 1], off[..., 2]))
     skin = np.clip((SKIN_DISTANCE[1] - distance) / (SKIN_DISTANCE[1] - SKIN_DISTANCE[0]), 0.0, 1.0)
-    skin = cv2.medianBlur((skin * 255).astype(np.uint8), 5).astype(np.float32) / 255.0  # freckles, pores
+    return np.asarray(cv2.medianBlur((skin * 255).astype(np.uint8), 5), dtype=np.float32) / 255.0
+
+
+def face_parts(image: Frame, points: Points) -> tuple[Mask, Mask]:
+    """The face's outline (``inside_outline``) and its features (eyes, brows, nose, lips) filled, 0..1."""
+    size = float(max(points.max(axis=0) - points.min(axis=0)))
+    outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
+    features = np.zeros(outline.shape, dtype=np.float32)
+    cv2.fillConvexPoly(features, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+    return outline, features
+
+
+def source_trust(image: Frame, points: Points) -> Mask:
+    """How much each pixel of ``image`` (a crop around the source face, ``points`` in it) is the face
+    itself, 0..1: inside the outline, the eyes, brows, nose and lips always; elsewhere (cheeks, chin,
+    forehead) skin whose colour is near the face's typical skin (``skin_likeness``), not hair, a hat or
+    the background the outline may take in at its edges. A beard counts as hair there: the target's own
+    chin shows."""
+    outline, features = face_parts(image, points)
+    skin = skin_likeness(image, points, outline, features)
+    if skin is None:
+        return outline
+    size = float(max(points.max(axis=0) - points.min(axis=0)))
     kernel = max(3, int(size * 0.04)) | 1
     trusted = np.maximum(cv2.GaussianBlur(features, (kernel, kernel), 0), cv2.GaussianBlur(skin, (kernel, kernel), 0))
-    if not keep_glasses:
-        # doubled after the blur: a frame's own pixels get none of the trust round them
-        glasses = glasses_pixels(image, points, skin)
-        trusted *= 1.0 - np.clip(cv2.GaussianBlur(glasses, (kernel, kernel), 0) * 2.0, 0.0, 1.0)
     return np.asarray(trusted * outline, dtype=np.float32)
+
+
+def without_glasses(image: Frame, points: Points) -> Frame:
+    """``image`` (a crop round the source face) with the glasses its face wears painted out
+    (``source_glasses``), or as it is when it wears none."""
+    return glasses_painted_out(image, points)[0]
+
+
+def glasses_painted_out(image: Frame, points: Points) -> tuple[Frame, Mask | None]:
+    """``without_glasses``, and how much of each pixel was painted (None when nothing was)."""
+    outline, features = face_parts(image, points)
+    skin = skin_likeness(image, points, outline, features)
+    if skin is None:
+        return image, None
+    lines = frame_lines(image, points, skin)
+    if not lines.any():
+        return image, None
+    return painted_out(image, points, lines, skin), paint_share(points, lines)
 
 
 @dataclass(frozen=True)
@@ -554,13 +663,21 @@ class WarpSource:
     image: Frame
     mesh: FaceMesh
     trust: Mask
+    painted: Mask | None = None
+    """Where its glasses were painted out (0..1 over ``image``), None when it wore none or kept them."""
 
     @classmethod
     def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
-        return cls(crop, FaceMesh(points, mesh.depth), source_trust(crop, points, keep_glasses))
+        inside, size = face_parts(crop, points)[0], float(max(np.ptp(points, axis=0)))
+        amount = sharpening(crop, inside, size)  # measured before any glasses are painted out
+        painted = None
+        if not keep_glasses:
+            crop, painted = glasses_painted_out(crop, points)
+        trust = source_trust(crop, points)
+        return cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
 
 
 def mesh_warp_swap(
@@ -588,11 +705,17 @@ def mesh_warp_swap(
     # reaching past the triangles drawn, and nothing where the source pixel read is not its face
     kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
     drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
-    weight = np.asarray(drawn * trust, dtype=np.float32)
+    lids = lid_band(target.points, opening_contours()[: len(IRISES)], region)
+    weight = np.asarray(drawn * trust * (1.0 - lids), dtype=np.float32)
     if face_mask is not None:
         weight = np.minimum(weight, face_mask(region))
     target_patch = frame[y1:y2, x1:x2]
-    warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight)
+    warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight, openings_mask(shaped, region))
+    if source.painted is not None:
+        painted = cv2.remap(
+            source.painted, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        )
+        warped = with_target_detail(warped, target_patch, np.asarray(painted, dtype=np.float32), float(x2 - x1))
     result = frame.copy()
     result[y1:y2, x1:x2] = seam_blend.multiband_blend(target_patch, warped, weight)
     full_mask[y1:y2, x1:x2] = weight

@@ -1,5 +1,6 @@
-"""The source's glasses, for the embedded swapper: whether the source photo's person wears them, and
-which pixels of the photo are their frames and lenses (so the target's own eyes and skin show there).
+"""The source's glasses, for the embedded swapper: whether the source photo's person wears them, which
+pixels of the photo are their frames, and the photo with them painted out from the skin round them (so
+the source's own eyes and the skin seen through the lenses stay, and no rim comes across).
 
 Where glasses sit: round each eye, a lens-sized ellipse (the mesh's "glasses" region, widened: frames
 reach past it above and below the eye), and the bridge of the nose between the eyes. The eyes themselves
@@ -37,6 +38,23 @@ BAR_WIDTH = 0.5
 """Rows of the bridge looked at: those at least this wide, in distances between the inner eye corners."""
 BROW_MARGIN = 25.0
 """How much darker than the brows' median lightness a line over them must be to be taken for a frame."""
+PAINT_GROW = 0.015
+"""How far (a share of the face's size) the painted-out frames reach past the pixels found: their soft
+edges and shadow."""
+PAINT_RADIUS = 0.04
+"""How far round (a share of the face's size, a Gaussian's sigma) the painting reads the skin it fills a
+frame with."""
+FILL_CONFIDENT = 0.03
+"""The share of skin near a painted pixel from which its fill is the near skin's mean alone."""
+DETAIL_SIGMA = 0.007
+"""The blur (sigma, a share of the face's width) whose difference is the target's fine detail put on the
+painted-out fill (``with_target_detail``)."""
+LIGHT_LINE = 20.0
+"""How much lighter than its surroundings (LAB lightness) a line along a lens's edge must be for a rim."""
+RIM_LENGTH = 0.5
+"""The shortest light line along a lens's edge taken for a rim, in eye widths."""
+RIM_BAND = 0.2
+"""Half the width of the band along a lens's edge where a rim is looked for, in eye widths."""
 RAYS = 24
 RIM_COVER = 0.6
 """Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
@@ -65,14 +83,20 @@ def glasses_zones(points: Points, shape: tuple[int, int]) -> tuple[Mask, Mask, M
         cv2.fillConvexPoly(zone, np.round(lens_polygon(points, corners)).astype(np.int32), 1.0)
     bridge = np.zeros(shape, dtype=np.float32)
     cv2.fillConvexPoly(bridge, cv2.convexHull(points[list(BRIDGE_POINTS)].astype(np.float32)).astype(np.int32), 1.0)
-    kept = region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    brows = region_polygon_mask(points, "left-eyebrow", shape) + region_polygon_mask(points, "right-eyebrow", shape)
+    kept = np.minimum(brows + kept_eyes(points, shape), 1.0)
+    return np.maximum(zone, bridge), kept, bridge
+
+
+def kept_eyes(points: Points, shape: tuple[int, int]) -> Mask:
+    """1 on the source's own eyes and lashes (each eye's outline scaled by ``EYE_KEPT``), 0 elsewhere."""
+    kept = np.zeros(shape, dtype=np.float32)
     indices = part_indices()
     for eye in ("left-eye", "right-eye"):
         outline = points[list(indices[eye])].astype(np.float32)
         centre = outline.mean(axis=0)
         cv2.fillConvexPoly(kept, cv2.convexHull(centre + (outline - centre) * EYE_KEPT).astype(np.int32), 1.0)
-    kept = np.minimum(kept, 1.0)
-    return np.maximum(zone, bridge), kept, bridge
+    return kept
 
 
 def dark_lines(image: Frame, points: Points) -> np.ndarray:
@@ -81,6 +105,22 @@ def dark_lines(image: Frame, points: Points) -> np.ndarray:
     kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
     element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
     return np.asarray(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element) >= LINE_DARKNESS)
+
+
+def rim_highlights(image: Frame, points: Points, rings: Mask, kept: Mask) -> Mask:
+    """1 on the long, thin light lines along the lenses' edges (``rings``, outside the ``kept`` eyes): a
+    light rim's edge or a rim's highlight (a top-hat of the lightness at least ``LIGHT_LINE``), each at
+    least ``RIM_LENGTH`` of an eye's width long, not the specks of the skin's texture."""
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+    light = cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element) >= LIGHT_LINE
+    candidates = np.asarray(light & (rings > 0) & (kept == 0), dtype=np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(candidates, connectivity=8)
+    shortest = RIM_LENGTH * eye_frame(points, EYE_CORNERS[0])[2]
+    long_enough = np.zeros(count, dtype=np.float32)
+    long_enough[1:] = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]) >= shortest
+    return np.asarray(long_enough[labels], dtype=np.float32)
 
 
 def dilated_lines(image: Frame, points: Points) -> Mask:
@@ -139,14 +179,94 @@ def frames_over_brows(image: Frame, points: Points) -> Mask:
     return np.asarray(brows & darker & dark_lines(image, points), dtype=np.float32)
 
 
-def glasses_pixels(image: Frame, points: Points, skin: Mask) -> Mask:
-    """1 where the source's glasses are (frames, lenses' glare): in the glasses' zone, what is not its
-    skin (``skin``: 0..1 per pixel) or is a thin dark line, but not its eyes and brows; and frames where
-    they cross the brows. All 0 when it wears none."""
+def paint_share(points: Points, glasses: Mask) -> Mask:
+    """How much of each pixel is painted over (0..1): the ``glasses`` (``frame_lines``) grown over their
+    soft edges and shadow (``PAINT_GROW``) and feathered outward over as much again, so the fill's edge
+    does not show as a line; never over the source's own eyes (``kept_eyes``)."""
+    painted = np.asarray(glasses > 0.5, dtype=np.uint8)
+    if not painted.any():
+        return np.zeros(glasses.shape, dtype=np.float32)
+    grow = max(3, int(face_size(points) * PAINT_GROW)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (grow, grow))
+    painted = cv2.dilate(painted, element).astype(np.float32)
+    # feathered outward only: the whole frame stays painted, its edge fades into the skin round it; the
+    # source's own eyes are never painted over
+    soft = np.maximum(painted, cv2.GaussianBlur(painted, (0, 0), grow))
+    return np.asarray(soft * (1.0 - kept_eyes(points, glasses.shape)), dtype=np.float32)
+
+
+def painted_out(image: Frame, points: Points, glasses: Mask, skin: Mask) -> Frame:
+    """``image`` with its ``glasses`` (``frame_lines``, 0..1) painted over with the skin round them (the
+    mean of the pixels near that are ``skin``, 0..1, and not glasses): the source's eyes, brows and the
+    skin seen through the lenses stay its own, so its likeness round the eyes comes across where leaving
+    the whole lens zone to the target lost it, and no dark eye or frame is smeared into the fill. The
+    fill is smooth (the skin's tone and shading only): the swap gives it the target's fine detail
+    (``with_target_detail``), so it is not a flat patch."""
+    blend = paint_share(points, glasses)
+    if not blend.any():
+        return image
+    sigma = max(2.0, face_size(points) * PAINT_RADIUS)
+    # the skin round the frames, not the eyes and lashes the painting leaves (they would darken it)
+    trusted = np.asarray(skin * (blend < 0.01) * (kept_eyes(points, blend.shape) == 0), dtype=np.float32)
+    weighted = image.astype(np.float32) * cv2.merge([trusted, trusted, trusted])
+    # the skin near, and where little is near (between the lenses, over the bridge) the skin further off
+    near, far = (cv2.GaussianBlur(weighted, (0, 0), scale) for scale in (sigma, 3 * sigma))
+    near_spread, far_spread = (cv2.GaussianBlur(trusted, (0, 0), scale)[..., None] for scale in (sigma, 3 * sigma))
+    confidence = np.clip(near_spread / FILL_CONFIDENT, 0.0, 1.0)
+    fill = near / np.maximum(near_spread, 1e-3) * confidence + far / np.maximum(far_spread, 1e-3) * (1.0 - confidence)
+    share = blend[..., None]
+    result = image.astype(np.float32) * (1.0 - share) + fill * share
+    return np.asarray(np.clip(result + 0.5, 0, 255), dtype=np.uint8)
+
+
+def with_target_detail(warped: Frame, target: Frame, painted: Mask, face_width: float) -> Frame:
+    """``warped`` (the source drawn onto the target) with, where its glasses were painted out
+    (``painted``, 0..1, drawn onto the target too), the target's own finest detail (its lightness minus
+    its blur over ``DETAIL_SIGMA`` of the face: pores, fine lines) on the smooth fill, so the painted area
+    reads as skin, not a flat patch. Coarser detail (the target's lid creases) would show the target's
+    eyes round the source's and cost the likeness. Lightness only: the colour stays."""
+    if not painted.any():
+        return warped
+    x, y, w, h = cv2.boundingRect(np.asarray(painted > 0.01, dtype=np.uint8))
+    grey = cv2.cvtColor(target, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    sigma = max(1.0, DETAIL_SIGMA * face_width)
+    margin = int(3 * sigma) + 1
+    y1, y2, x1, x2 = (
+        max(y - margin, 0),
+        min(y + h + margin, grey.shape[0]),
+        max(x - margin, 0),
+        min(x + w + margin, grey.shape[1]),
+    )
+    patch = grey[y1:y2, x1:x2]
+    detail = (patch - cv2.GaussianBlur(patch, (0, 0), sigma))[y - y1 : y - y1 + h, x - x1 : x - x1 + w]
+    added = detail * painted[y : y + h, x : x + w]
+    result: Frame = warped.copy()
+    inside = result[y : y + h, x : x + w].astype(np.float32) + cv2.merge([added, added, added])
+    result[y : y + h, x : x + w] = np.clip(inside + 0.5, 0, 255).astype(np.uint8)
+    return result
+
+
+def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
+    """1 on a band along each lens's edge (``RIM_BAND`` of the eye's width either side): where a rim runs."""
+    rings = np.zeros(shape, dtype=np.float32)
+    for corners in EYE_CORNERS:
+        _, _, width = eye_frame(points, corners)
+        thickness = max(1, round(2 * RIM_BAND * width))
+        polygon = np.round(lens_polygon(points, corners)).astype(np.int32)
+        cv2.polylines(rings, [polygon], True, 1.0, thickness)
+    return rings
+
+
+def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
+    """1 on the frames of the glasses the face wears: the thin dark lines in the glasses' zone, what is
+    not its skin (``skin``: 0..1 per pixel) or a thin light line along the lenses' edges (light rims,
+    tortoiseshell, a rim's highlight), neither on
+    its eyes, and frames where they cross the brows; all 0 when it wears none."""
     if not wears_glasses(image, points):
         return np.zeros(image.shape[:2], dtype=np.float32)
-    zone, kept, _ = glasses_zones(points, image.shape[:2])
-    # a frame near the skin's colour (tortoiseshell, gold) is still a thin line darker than round it
-    frames = np.maximum(1.0 - skin, dilated_lines(image, points))
-    around = zone * (1.0 - kept) * frames
-    return np.asarray(np.maximum(around, frames_over_brows(image, points)), dtype=np.float32)
+    shape = image.shape[:2]
+    zone, kept, _ = glasses_zones(points, shape)
+    rings = lens_rings(points, shape)
+    lines = np.maximum(zone * dilated_lines(image, points), rings * (1.0 - skin))
+    lines = np.maximum(lines, rim_highlights(image, points, rings, kept))
+    return np.asarray(np.maximum(lines * (1.0 - kept), frames_over_brows(image, points)), dtype=np.float32)

@@ -1,0 +1,199 @@
+"""How the embedded swapper's results look, measured (``swap_quality.py`` prints these rows):
+
+- colour streaks: inside each face box, the high-frequency energy of the Lab colour channels (a*, b*:
+  each channel minus its Gaussian blur with sigma 3, mean absolute, the two averaged), the swap's over
+  the target's own; every face of t1.jpg with each packaged source. Goal <= 1.05x for every one.
+- faces carrying the source: of t1.jpg's six faces, how many dlib puts under 0.6 from the source and
+  nearer it than their original. Goals >= 5 (Grace Hopper, the astronaut), >= 3 (Tom Hanks).
+- eye opening: per eye that is shut or cast down in the target, the opening the mesh finds after the
+  swap against the one it finds in the target, in pixels: on t1.jpg the eyes open under ``SHUT`` of
+  their width, and both eyes of the astronaut with its eyes closed by a mesh warp (``with_eyes_shut``).
+  Goal <= 2 px.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face import Face, face_distance
+from facefusion_ui.faces.landmarker import face_mesh
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.mesh_warp import WarpSource, mesh_triangles, render_maps
+from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame
+from tests.support import media
+
+SAME_PERSON = 0.6
+"""dlib's distance under which two faces are the same person."""
+SHUT = 0.2
+"""An eye opening (lid to lid) under this share of the eye's width counts as shut or cast down."""
+LIDS = (((159, 145), (158, 153), (160, 144)), ((386, 374), (385, 380), (387, 373)))
+"""Per eye (image left, then right), pairs of upper and lower lid points across the opening."""
+EYE_WIDTHS = ((33, 133), (362, 263))
+LID_MOVES = (
+    ((246, 7), (161, 163), (160, 144), (159, 145), (158, 153), (157, 154), (173, 155)),
+    ((466, 249), (388, 390), (387, 373), (386, 374), (385, 380), (384, 381), (398, 382)),
+)
+"""Upper lid points and the lower lid point each closes onto (``with_eyes_shut``)."""
+CREASES = ((247, 30, 29, 27, 28, 56, 190), (467, 260, 259, 257, 258, 286, 414))
+"""The ring above each upper lid: it follows the lid half way, so the lid's skin stretches evenly."""
+GOALS = {"streaks": 1.05, "carried": {"grace": 5, "astronaut": 5, "hanks": 3}, "eyes": 2.0}
+
+
+def lab_streaks(image: Frame, box: tuple[int, int, int, int]) -> float:
+    """The mean absolute high-frequency part (channel minus its Gaussian blur, sigma 3) of Lab a* and b*
+    inside ``box`` (x1, y1, x2, y2), the two channels averaged."""
+    x1, y1, x2, y2 = box
+    lab = cv2.cvtColor(image, cv2.COLOR_BGR2LAB).astype(np.float32)
+    colour = lab[..., 1:]
+    detail = np.abs(colour - cv2.GaussianBlur(colour, (0, 0), 3.0))[y1:y2, x1:x2]
+    return float(detail.mean())
+
+
+def with_eyes_shut(image: Frame, points: np.ndarray) -> Frame:
+    """``image`` with the face whose mesh is ``points`` made to close its eyes: each upper lid point moved
+    onto its lower lid point, the ring above half way, the rest of the mesh kept; drawn by the mesh's
+    triangles (what no triangle covers is kept)."""
+    moved = points.astype(np.float32).copy()
+    for lid, crease in zip(LID_MOVES, CREASES, strict=True):
+        for upper, lower in lid:
+            moved[upper] = points[lower] + (points[upper] - points[lower]) * 0.08
+        for point, (upper, _) in zip(crease, lid, strict=True):
+            moved[point] = points[point] + (moved[upper] - points[upper]) * 0.5
+    region = (0, 0, image.shape[1], image.shape[0])
+    map_x, map_y, covered = render_maps(moved, np.zeros(len(moved), dtype=np.float32), points, region, mesh_triangles())
+    warped = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    return np.asarray(np.where(covered[..., None], warped, image), dtype=np.uint8)
+
+
+def eye_openings(points: np.ndarray) -> list[tuple[float, float]]:
+    """Per eye, its opening (mean lid-to-lid distance, pixels) and its width (corner to corner)."""
+    openings = []
+    for pairs, (first, second) in zip(LIDS, EYE_WIDTHS, strict=True):
+        opening = float(np.mean([np.linalg.norm(points[a] - points[b]) for a, b in pairs]))
+        openings.append((opening, float(np.linalg.norm(points[first] - points[second]))))
+    return openings
+
+
+@dataclass
+class LooksResults:
+    streaks: dict[str, list[float]] = field(default_factory=dict)
+    carried: dict[str, int] = field(default_factory=dict)
+    distances: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    """Per source, on t1, each swapped face's dlib distance to the source and to its original."""
+    shut_eye_errors: dict[str, list[float]] = field(default_factory=dict)
+    """Per target, |opening after - opening before| (pixels) of its shut or cast-down eyes, all sources."""
+    tiles: list[Frame] = field(default_factory=list)
+
+
+class Looks:
+    """Swaps each packaged source onto t1.jpg's faces and the astronaut with shut eyes, with the page's
+    swapper (the mesh with its irises, the mask stage's default masks)."""
+
+    def __init__(self, runtime: ModelRuntime) -> None:
+        self.runtime = runtime
+        self.settings = Settings()
+        self.analyser = FaceAnalyser(runtime)
+        self.swapper = MeshWarpSwapper(self.settings, runtime)
+
+    def faces(self, image: Frame) -> list[Face]:
+        return self.analyser.analyse(image, self.settings, embeddings=True, mesh=True)
+
+    def mesh_points(self, image: Frame, face: Face) -> np.ndarray | None:
+        with self.runtime.using("mediapipe_face_mesh") as model:
+            mesh = face_mesh(image, face.bbox, model)
+        return None if mesh is None else mesh.points
+
+    def prepared(self, image: Frame) -> tuple[Face, WarpSource]:
+        face = self.faces(image)[0]
+        mesh = self.swapper.warp_mesh(image, face)
+        assert mesh is not None
+        return face, WarpSource.of(image, mesh, self.settings.keep_source_glasses)
+
+    def run(self) -> LooksResults:
+        named = {
+            "grace": media.grace_hopper(),
+            "astronaut": media.astronaut(),
+            "hanks": media.read(media.tom_hanks_path()),
+        }
+        sources = {name: self.prepared(image) for name, image in named.items()}
+        astronaut = self.faces(named["astronaut"])[0]
+        assert astronaut.mesh is not None
+        targets = {"t1": media.t1(), "astronaut shut": with_eyes_shut(named["astronaut"], astronaut.mesh.points)}
+        results = LooksResults()
+        for target_name, target in targets.items():
+            faces = self.faces(target)
+            for name, (source_face, prepared) in sources.items():
+                if target_name.startswith(name):
+                    continue
+                swapped = target
+                for face in faces:
+                    result = self.swapper.swap_face(swapped, face, prepared, self.settings)
+                    swapped = swapped if result is None else result
+                self.measure(results, target_name, target, swapped, faces, (name, source_face, named[name]))
+        return results
+
+    def measure(
+        self,
+        results: LooksResults,
+        target_name: str,
+        target: Frame,
+        swapped: Frame,
+        faces: list[Face],
+        source: tuple[str, Face, Frame],
+    ) -> None:
+        name, source_face, source_image = source
+        for face in faces:
+            x1, y1, x2, y2 = (int(value) for value in face.bbox)
+            box = (max(x1, 0), max(y1, 0), x2, y2)
+            if target_name == "t1":
+                results.streaks.setdefault(name, []).append(lab_streaks(swapped, box) / lab_streaks(target, box))
+                after = self.embed_at(swapped, face)
+                to_source, to_original = (
+                    (face_distance(after, source_face, "euclidean"), face_distance(after, face, "euclidean"))
+                    if after is not None
+                    else (np.inf, 0.0)
+                )
+                results.distances.setdefault(name, []).append((to_source, to_original))
+                carried = to_source < min(SAME_PERSON, to_original)
+                results.carried[name] = results.carried.get(name, 0) + int(carried)
+            before_points, after_points = self.mesh_points(target, face), self.mesh_points(swapped, face)
+            if before_points is not None and after_points is not None:
+                for (opening, width), (after_opening, _) in zip(
+                    eye_openings(before_points), eye_openings(after_points), strict=True
+                ):
+                    if opening < SHUT * width or target_name != "t1":
+                        results.shut_eye_errors.setdefault(target_name, []).append(abs(after_opening - opening))
+            results.tiles.append(side_by_side(target, source_image, swapped, face))
+
+    def embed_at(self, image: Frame, face: Face) -> Face | None:
+        from facefusion_ui.faces.detection import Detection
+        from facefusion_ui.faces.face import box_iou
+
+        found = self.analyser.analyse(
+            image, self.settings, embeddings=True, detections=[Detection(face.bbox, face.score, face.kps)]
+        )
+        return max(found, key=lambda other: box_iou(other.bbox, face.bbox), default=None)
+
+
+def side_by_side(target: Frame, source: Frame, swapped: Frame, face: Face, height: int = 160) -> Frame:
+    """The face before, the source photo and the face after, each ``height`` px square."""
+    x1, y1, x2, y2 = (int(value) for value in face.bbox)
+    margin = (x2 - x1) // 4
+    x1, y1 = max(x1 - margin, 0), max(y1 - margin, 0)
+    x2, y2 = x2 + margin, y2 + margin
+
+    def square(image: Frame) -> Frame:
+        return np.asarray(cv2.resize(image, (height, height), interpolation=cv2.INTER_AREA), dtype=np.uint8)
+
+    return np.hstack([square(target[y1:y2, x1:x2]), square(source), square(swapped[y1:y2, x1:x2])])
+
+
+def write_tiles(tiles: list[Frame], path: Path) -> None:
+    cv2.imwrite(str(path), np.vstack(tiles))

@@ -1,0 +1,183 @@
+"""How the embedded swapper's results look on sources it was not tuned on: no colour streaks from an
+older source's wrinkles, a greyscale source takes the target's colour, shut eyes stay shut, and a
+source's glasses are painted out without leaving rims."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from benchmarks.swap_looks import eye_openings, lab_streaks, with_eyes_shut
+from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.mesh_warp import WarpSource, face_parts, glasses_painted_out, skin_likeness
+from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
+from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
+from facefusion_ui.processors.source_glasses import (
+    dark_lines,
+    kept_eyes,
+    lens_rings,
+    wears_glasses,
+    with_target_detail,
+)
+from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame
+from tests.support import media
+
+SETTINGS = Settings()
+
+
+@pytest.fixture(scope="module")
+def swapper(shared_runtime: ModelRuntime) -> MeshWarpSwapper:
+    return MeshWarpSwapper(SETTINGS, shared_runtime)
+
+
+def analysed(runtime: ModelRuntime, image: Frame) -> list[Face]:
+    return FaceAnalyser(runtime).analyse(image, SETTINGS, embeddings=False, mesh=True)
+
+
+def prepared(swapper: MeshWarpSwapper, runtime: ModelRuntime, image: Frame) -> WarpSource:
+    face = analysed(runtime, image)[0]
+    mesh = swapper.warp_mesh(image, face)
+    assert mesh is not None
+    return WarpSource.of(image, mesh)
+
+
+def swapped_all(swapper: MeshWarpSwapper, target: Frame, faces: list[Face], source: WarpSource) -> Frame:
+    result = target
+    for face in faces:
+        swapped = swapper.swap_face(result, face, source, SETTINGS)
+        result = result if swapped is None else swapped
+    return result
+
+
+def box_of(face: Face) -> tuple[int, int, int, int]:
+    x1, y1, x2, y2 = (int(value) for value in face.bbox)
+    return max(x1, 0), max(y1, 0), x2, y2
+
+
+def test_an_older_source_brings_no_colour_streaks(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    target = media.t1()
+    faces = analysed(shared_runtime, target)
+    result = swapped_all(swapper, target, faces, prepared(swapper, shared_runtime, media.grace_hopper()))
+    ratios = [lab_streaks(result, box_of(face)) / lab_streaks(target, box_of(face)) for face in faces]
+    assert len(ratios) == 6
+    assert max(ratios) <= 1.05, ratios
+    # the faces did change: brightness detail came across
+    assert all(
+        np.abs(result[y1:y2, x1:x2].astype(int) - target[y1:y2, x1:x2]).mean() > 3
+        for x1, y1, x2, y2 in map(box_of, faces)
+    )
+
+
+def test_a_greyscale_source_takes_the_targets_colour(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    hanks = media.read(media.tom_hanks_path())
+    source_lab = cv2.cvtColor(hanks, cv2.COLOR_BGR2LAB).astype(np.float32)
+    assert np.abs(source_lab[..., 1:] - 128).mean() < 2  # the photo is grey
+    target = media.t1()
+    faces = analysed(shared_runtime, target)
+    result = swapped_all(swapper, target, faces, prepared(swapper, shared_runtime, hanks))
+    for face in faces:
+        x1, y1, x2, y2 = box_of(face)
+        before = cv2.cvtColor(target[y1:y2, x1:x2], cv2.COLOR_BGR2LAB).astype(np.float32)
+        after = cv2.cvtColor(result[y1:y2, x1:x2], cv2.COLOR_BGR2LAB).astype(np.float32)
+        chroma_before = np.hypot(before[..., 1] - 128, before[..., 2] - 128).mean()
+        chroma_after = np.hypot(after[..., 1] - 128, after[..., 2] - 128).mean()
+        # no pale grey patch: the face keeps most of its colour
+        assert chroma_after >= 0.8 * chroma_before, (face.bbox, chroma_before, chroma_after)
+
+
+def test_shut_eyes_stay_shut(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    astronaut = media.astronaut()
+    face = analysed(shared_runtime, astronaut)[0]
+    assert face.mesh is not None
+    shut = with_eyes_shut(astronaut, face.mesh.points)
+    shut_face = analysed(shared_runtime, shut)[0]
+    assert shut_face.mesh is not None
+    before = eye_openings(shut_face.mesh.points)
+    # the generated target's eyes are narrowed to lids the mesh reads under a quarter as high as wide
+    open_before = eye_openings(face.mesh.points)
+    assert all(opening < 0.7 * first for (opening, _), (first, _) in zip(before, open_before, strict=True))
+    assert all(opening < 0.25 * width for opening, width in before)
+    result = swapped_all(swapper, shut, [shut_face], prepared(swapper, shared_runtime, media.grace_hopper()))
+    after_face = analysed(shared_runtime, result)[0]
+    assert after_face.mesh is not None
+    after = eye_openings(after_face.mesh.points)
+    for (opening, _), (after_opening, _) in zip(before, after, strict=True):
+        assert abs(after_opening - opening) <= 2.0, (before, after)
+
+
+def test_glasses_are_painted_out_without_rims(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    grace = media.grace_hopper()
+    face = analysed(shared_runtime, grace)[0]
+    mesh = swapper.warp_mesh(grace, face)
+    assert mesh is not None
+    source = WarpSource.of(grace, mesh)
+    points = source.mesh.points
+    x1, y1 = int(mesh.points[:, 0].min()) - 4, int(mesh.points[:, 1].min()) - 4
+    original = np.ascontiguousarray(grace[max(y1, 0) :, max(x1, 0) :][: source.image.shape[0], : source.image.shape[1]])
+    assert wears_glasses(original, points)
+    assert source.painted is not None and source.painted.max() > 0.9
+    shape = source.image.shape[:2]
+    rims = (lens_rings(points, shape) > 0) & (kept_eyes(points, shape) == 0)
+    lines_before = dark_lines(original, points)[rims].mean()
+    lines_after = dark_lines(source.image, points)[rims].mean()
+    assert lines_before > 0.15
+    # what is left along the lenses' edges is her own wrinkles round the lenses (a bare face's share)
+    assert lines_after < 0.25 * lines_before, (lines_before, lines_after)
+    assert not wears_glasses(source.image, points)
+    # kept, they stay
+    assert WarpSource.of(grace, mesh, keep_glasses=True).painted is None
+
+
+def test_a_bare_face_is_not_painted(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    astronaut = media.astronaut()
+    face = analysed(shared_runtime, astronaut)[0]
+    mesh = swapper.warp_mesh(astronaut, face)
+    assert mesh is not None
+    source = WarpSource.of(astronaut, mesh)
+    assert source.painted is None
+    outline, features = face_parts(source.image, source.mesh.points)
+    assert skin_likeness(source.image, source.mesh.points, outline, features) is not None
+    image, painted = glasses_painted_out(source.image, source.mesh.points)
+    assert painted is None and image is source.image
+
+
+def test_the_painted_area_takes_the_targets_fine_detail() -> None:
+    rng = np.random.default_rng(3)
+    warped = np.full((80, 80, 3), 150, np.uint8)  # a flat fill
+    target = np.clip(120 + rng.normal(0, 12, (80, 80, 1)), 0, 255).astype(np.uint8).repeat(3, axis=2)
+    painted = np.zeros((80, 80), np.float32)
+    painted[20:60, 20:60] = 1.0
+    result = with_target_detail(warped, target, painted, face_width=80.0)
+    inside = result[25:55, 25:55].astype(np.float32)
+    assert inside.std() > 5  # textured, not flat
+    assert abs(inside.mean() - 150) < 3  # the fill's brightness stays
+    assert (result[:15] == 150).all() and (result[:, :15] == 150).all()  # nothing outside changes
+    # the detail is the target's own
+    target_detail = target[25:55, 25:55, 0].astype(np.float32) - target[25:55, 25:55, 0].mean()
+    assert np.corrcoef(target_detail.ravel(), (inside[..., 0] - 150).ravel())[0, 1] > 0.8
+
+
+def test_a_soft_source_is_sharpened_up_to_the_floor_and_a_sharp_one_left() -> None:
+    rng = np.random.default_rng(5)
+    sharp = np.clip(128 + rng.normal(0, 40, (120, 120, 1)), 0, 255).astype(np.uint8).repeat(3, axis=2)
+    soft = np.asarray(cv2.GaussianBlur(sharp, (0, 0), 2.0), dtype=np.uint8)
+    inside = np.zeros((120, 120), np.float32)
+    inside[20:100, 20:100] = 1.0
+    assert sharpening(sharp, inside, 100.0) == 0.0
+    assert sharpened(sharp, inside, 100.0, sharpening(sharp, inside, 100.0)) is sharp
+    amount = sharpening(soft, inside, 100.0)
+    assert 0.0 < amount <= MOST_SHARPENING
+    result = sharpened(soft, inside, 100.0, amount)
+    sigma = DETAIL_SCALE * 100.0
+
+    def detail(image: Frame) -> float:
+        grey = image[..., 0].astype(np.float32)
+        return float(np.abs(grey - cv2.GaussianBlur(grey, (0, 0), sigma))[30:90, 30:90].mean())
+
+    assert detail(result) > 1.5 * detail(soft)
+    assert (result[:20] == soft[:20]).all() and (result[:, :20] == soft[:, :20]).all()  # outside the face: as it was
+    assert np.abs(result[..., 0].astype(int) - result[..., 2]).max() == 0  # lightness only, no colour
