@@ -72,7 +72,7 @@ def free_port() -> int:
 def open_camera(page: Any, photo: Path, size: str, mirror: bool) -> None:
     page.wait_for_selector("#live-start", timeout=60_000)
     page.locator("#live-source input[type=file]").set_input_files(str(photo))
-    page.wait_for_selector("#live-source img", timeout=60_000)
+    page.locator("#live-source").get_by_text("astronaut").wait_for(timeout=60_000)
     page.locator("#live-size label", has_text=size).click()
     if not mirror:
         page.locator("#live-mirror input").uncheck()

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -24,6 +25,9 @@ from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
 from tests.conftest import ROOT, RunCli
 from tests.support import media, videos
+
+if TYPE_CHECKING:
+    from facefusion_ui.ui.services import UiServices
 
 REPORT_KEYS = {"frames_in", "frames_shown", "frames_dropped", "latency_ms", "fps"}
 
@@ -245,3 +249,57 @@ def test_a_camera_that_is_not_there_is_one_line_with_ffmpegs_words(run_cli: RunC
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("error: cannot read live input camera /dev/video99: ") and "/dev/video99" in lines[0]
+
+
+def test_the_live_pages_start_takes_several_source_photos_as_one_person(services: UiServices, tmp_path: Path) -> None:
+    from facefusion_ui.ui.live import run_start
+
+    astronaut = tmp_path / "astronaut.png"
+    cv2.imwrite(str(astronaut), media.astronaut())
+    started = run_start(services, [str(astronaut), str(media.tom_hanks_path())], "480p", False, None)
+    assert started.message.startswith("started: allow the camera"), started.message
+    engine = started.stream.engine
+    try:
+        assert len(engine.pipeline.sources.faces) == 2 and engine.pipeline.people is None
+    finally:
+        started.stream.close()
+
+
+def test_the_live_pages_people_rows_map_a_person_to_their_source_as_the_command_line_does(
+    services: UiServices, tmp_path: Path
+) -> None:
+    from facefusion_ui.ui.live import run_start
+
+    astronaut, grace = tmp_path / "astronaut.png", tmp_path / "grace.png"
+    cv2.imwrite(str(astronaut), media.astronaut())
+    cv2.imwrite(str(grace), media.grace_hopper())  # the person the frames show
+    rows = [(str(grace), [str(astronaut)]), (None, None), (str(media.tom_hanks_path()), [str(grace)])]
+    started = run_start(services, None, "480p", False, None, rows)
+    assert started.message.startswith("started for 2 people of the People rows"), started.message
+    engine = started.stream.engine
+    try:
+        assert engine.pipeline.people is not None
+        make = videos.moving_face(640, 480, 30)
+        wait_until_swapped(engine, make(0), limit=60)
+        paced(engine, [make(index) for index in range(30)])
+        people = engine.summary()["people"]
+        assert [person["source"] for person in people] == ["astronaut.png", "grace.png"]
+        assert people[0]["faces_swapped"] > 0 and people[1]["faces_swapped"] == 0  # Tom Hanks is not there
+    finally:
+        started.stream.close()
+
+
+def test_the_live_pages_bad_people_rows_are_one_line(services: UiServices, tmp_path: Path) -> None:
+    from facefusion_ui.ui.live import run_start
+
+    astronaut, blank = tmp_path / "astronaut.png", tmp_path / "wall.png"
+    cv2.imwrite(str(astronaut), media.astronaut())
+    cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
+    only_source = run_start(services, None, "480p", False, None, [(None, None), (None, [str(astronaut)])])
+    assert only_source.message == "⚠️ People row 2: add a photo of the person too, or clear the row"
+    only_person = run_start(services, [str(astronaut)], "480p", False, None, [(str(astronaut), [])])
+    assert only_person.message == "⚠️ People row 1: add their source photo too, or clear the row"
+    faceless = run_start(services, None, "480p", False, None, [(str(blank), [str(astronaut)])])
+    assert faceless.message == "⚠️ no face found in wall.png: give a photo where that person's face is visible"
+    nothing = run_start(services, None, "480p", False, None, [(None, None)])
+    assert nothing.message == "⚠️ choose a source face photo first (or fill in a People row)"

@@ -127,7 +127,13 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     photo = tmp_path / "astronaut.png"
     cv2.imwrite(str(photo), media.astronaut())
     page.locator("#live-source input[type=file]").set_input_files(str(photo))
-    expect(page.locator("#live-source img")).to_be_visible(timeout=60_000)
+    expect(page.locator("#live-source")).to_contain_text("astronaut", timeout=60_000)
+    page.locator("#live-people").get_by_text("People (optional)").click()  # the face map's rows, left empty
+    for row in range(1, 4):
+        expect(page.locator(f"#live-person-{row} input[type=file]")).to_be_attached(timeout=30_000)
+        expect(page.locator(f"#live-person-{row}-source input[type=file]")).to_be_attached(timeout=30_000)
+    expect(page.locator("#live-person-1")).to_contain_text("Person 1: a photo of them")
+    page.locator("#live-people").get_by_text("People (optional)").click()  # closed again, as a viewer leaves it
     page.locator("#live-mirror input").uncheck()  # the shown frames compare with the camera's as they are
     page.locator("#live-start").click()
     expect(page.locator("#live-message")).to_contain_text("started", timeout=120_000)

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 def run_live(args: argparse.Namespace) -> int:
     from facefusion_ui.faces.runtime import ModelRuntime
     from facefusion_ui.live.commands import LIVE_SIZES
-    from facefusion_ui.live.engine import LiveEngine
-    from facefusion_ui.live.face_map import live_people
+    from facefusion_ui.live.face_map import start_engine
     from facefusion_ui.live.session import LiveSession
     from facefusion_ui.live.source import FrameSource
 
@@ -48,9 +47,7 @@ def run_live(args: argparse.Namespace) -> int:
     sinks = open_sinks(args)  # a missing virtual camera is reported before the models load
     try:
         runtime = ModelRuntime.create(settings)
-        people = live_people(face_map, runtime, settings) if face_map else None
-        engine = LiveEngine.build(settings, runtime, [Path(path) for path in args.sources or ()], people)
-        engine.warm_up(engine.pipeline.sources.best_frontal().image)
+        engine = start_engine(settings, runtime, [Path(path) for path in args.sources or ()], face_map)
         width, height = LIVE_SIZES[args.size]
         session = LiveSession(engine, FrameSource(source, width, height), sinks)
     except BaseException:

@@ -119,9 +119,17 @@ def one_face_photo(path: Path, analyser: FaceAnalyser, settings: Settings) -> Fa
     image = read_image(path, "face-map photo")
     faces = analyser.analyse(image, settings, embeddings=True)
     if not faces:
-        raise InputError(f"--face-map: no face found in {path}: give a photo where that person's face is visible")
+        raise InputError(
+            f"--face-map: no face found in {path}: give a photo where that person's face is visible",
+            paths=(path,),
+            page_problem=f"no face found in {path}: give a photo where that person's face is visible",
+        )
     if len(faces) > 1:
-        raise InputError(f"--face-map: {path} shows {len(faces)} faces: give a photo of that one person")
+        raise InputError(
+            f"--face-map: {path} shows {len(faces)} faces: give a photo of that one person",
+            paths=(path,),
+            page_problem=f"{path} shows {len(faces)} faces: give a photo of that one person",
+        )
     return faces[0]
 
 

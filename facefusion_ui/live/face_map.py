@@ -1,6 +1,7 @@
 """``--face-map`` in live mode: there is no target to number its people in beforehand, so each WHO is a
 photo of the person; the people are those photos' faces, matched in the camera's frames within the
-reference distance, each given their own source (``faces/face_map.py`` resolves the map as for a job)."""
+reference distance, each given their own source (``faces/face_map.py`` resolves the map as for a job);
+``start_engine`` builds the command line's and the page's engine with or without a map."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from facefusion_ui.faces.face_map import FaceMapEntry, PeopleSwap, one_face_phot
 from facefusion_ui.faces.people import Person
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.selector import reference_threshold
+from facefusion_ui.live.engine import LiveEngine
 from facefusion_ui.state_manager import Settings
 
 
@@ -34,3 +36,15 @@ def live_people(entries: Sequence[FaceMapEntry], runtime: ModelRuntime, settings
     by_number = [FaceMapEntry(str(number), entry.sources) for number, entry in enumerate(entries, start=1)]
     scale = analyser.recognizer_scale(settings)
     return resolve_face_map(by_number, people, analyser, settings, scale.metric, reference_threshold(settings, scale))
+
+
+def start_engine(
+    settings: Settings, runtime: ModelRuntime, source_paths: Sequence[Path], face_map: Sequence[FaceMapEntry] = ()
+) -> LiveEngine:
+    """The engine of ``run.py live`` and of the Live page, its models loaded: with a face map, each mapped
+    person gets their own source (``source_paths`` not read; the people not mapped are left as they are),
+    else every face gets ``source_paths`` (one person's photos)."""
+    people = live_people(face_map, runtime, settings) if face_map else None
+    engine = LiveEngine.build(settings, runtime, [] if people is not None else source_paths, people)
+    engine.warm_up(engine.pipeline.sources.best_frontal().image)
+    return engine

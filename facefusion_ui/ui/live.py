@@ -2,13 +2,16 @@
 image's ``stream`` event), each frame is swapped by a ``LiveEngine`` on the page's runtime and comes back
 as a JPEG inside the page (no file per frame), with the browser's stamp of the frame (``live_measure``)
 and the server's read-out in the same output; camera-to-screen latency and fps measured by the page,
-Record into a downloadable file. See docs/ARCHITECTURE.md (Live mode) for why this transport."""
+Record into a downloadable file. The source photos (one person) or the People rows (a photo of each person
+in front of the camera and their own source, as ``run.py live --face-map``) choose who becomes whom. See
+docs/ARCHITECTURE.md (Live mode) for why this transport."""
 
 from __future__ import annotations
 
 import base64
 import html
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -16,10 +19,11 @@ import cv2
 import gradio as gr
 
 from facefusion_ui.errors import InputError
-from facefusion_ui.live.engine import LiveEngine
+from facefusion_ui.faces.face_map import FaceMapEntry
+from facefusion_ui.live.face_map import start_engine
 from facefusion_ui.live.pushed import PushedStream
 from facefusion_ui.types import Frame, LiveSize, choices
-from facefusion_ui.ui.common import file_path, problem, reported
+from facefusion_ui.ui.common import file_path, file_paths, problem, reported
 from facefusion_ui.ui.live_measure import SCREEN_STATS_ID, SCREEN_STATS_WAITING
 from facefusion_ui.ui.services import UiServices
 
@@ -45,6 +49,12 @@ STOP_CAMERA_JS = """() => {
   });
 }"""
 """Stop ends the camera's tracks in the browser (its light goes off), not only the stream."""
+PEOPLE_ROWS = 3
+"""The People accordion's rows: a photo of a person in front of the camera, and that person's source."""
+PEOPLE_NOTE = (
+    "Each row: a photo of someone in front of the camera, and the source photo(s) they get. Only the people "
+    "in these rows change; with a row filled in, the source photos above are not used."
+)
 
 
 class LiveTab(NamedTuple):
@@ -63,6 +73,8 @@ class LiveTab(NamedTuple):
     record_stop: Any
     recording: Any
     stream: Any
+    people: tuple[Any, ...]
+    """The People rows' uploads, two a row: the person's photo, then their source photo(s)."""
 
 
 def render_live_tab() -> LiveTab:
@@ -71,7 +83,13 @@ def render_live_tab() -> LiveTab:
         # the camera's own picture in the narrow column: the browser draws it at the camera's rate, so its
         # size on screen costs CPU beside the swapped frames (about a seventh of the browser's a frame)
         with gr.Column(scale=1):
-            source = gr.Image(label="Source face", type="filepath", sources=["upload"], elem_id="live-source")
+            source = gr.File(
+                label="Source face photo(s): one person",
+                file_count="multiple",
+                file_types=["image"],
+                elem_id="live-source",
+            )
+            people = render_people_rows()
             camera = gr.Image(
                 label="Camera (press Record under it to stream)",
                 sources=["webcam"],
@@ -109,7 +127,52 @@ def render_live_tab() -> LiveTab:
         record_stop,
         recording,
         gr.State(None),
+        people,
     )
+
+
+def render_people_rows() -> tuple[Any, ...]:
+    """The optional face map: a closed accordion of ``PEOPLE_ROWS`` rows (uploads only, nothing per frame)."""
+    uploads: list[Any] = []
+    with gr.Accordion("People (optional)", open=False, elem_id="live-people"):
+        gr.Markdown(PEOPLE_NOTE)
+        for row in range(1, PEOPLE_ROWS + 1):
+            with gr.Row():
+                uploads.append(
+                    gr.File(label=f"Person {row}: a photo of them", file_types=["image"], elem_id=f"live-person-{row}")
+                )
+                uploads.append(
+                    gr.File(
+                        label=f"Person {row}'s source photo(s)",
+                        file_count="multiple",
+                        file_types=["image"],
+                        elem_id=f"live-person-{row}-source",
+                    )
+                )
+    return tuple(uploads)
+
+
+def face_map_rows(rows: Sequence[tuple[Any, Any]]) -> list[FaceMapEntry]:
+    """The People rows filled in as face-map entries (``run.py live --face-map WHO=SOURCE``'s); a row with
+    only one of its two photos is an InputError."""
+    entries = []
+    for number, (who, sources) in enumerate(rows, start=1):
+        person, given = file_path(who), file_paths(sources)
+        if person is None and not given:
+            continue
+        if person is None or not given:
+            missing = "a photo of the person" if person is None else "their source photo"
+            raise InputError(f"People row {number}: add {missing} too, or clear the row")
+        entries.append(FaceMapEntry(str(person.resolve()), tuple(path.resolve() for path in given)))
+    return entries
+
+
+def started_note(entries: Sequence[FaceMapEntry]) -> str:
+    allow = "allow the camera, then press Record under the camera to stream it"
+    if not entries:
+        return f"started: {allow}"
+    people = f"{len(entries)} {'person' if len(entries) == 1 else 'people'}"
+    return f"started for {people} of the People rows (the others are left as they are): {allow}"
 
 
 def jpeg_html(rgb: Frame, sent: float | None, readout: str) -> str:
@@ -133,17 +196,29 @@ class Started(NamedTuple):
 
 
 @reported(Started)
-def run_start(services: UiServices, source: Any, size: LiveSize, mirror: bool, running: PushedStream | None) -> Started:
-    """A new engine for the source photo (the page's settings and runtime); the one before is closed."""
-    path = file_path(source)
-    if path is None:
-        raise InputError("choose a source face photo first")
+def run_start(
+    services: UiServices,
+    sources: Any,
+    size: LiveSize,
+    mirror: bool,
+    running: PushedStream | None,
+    people: Sequence[tuple[Any, Any]] = (),
+) -> Started:
+    """A new engine for the source photos (one person), or for the People rows' map when a row is filled
+    in (as ``run.py live``: ``start_engine``), on the page's settings and runtime; the one before is closed."""
+    entries = face_map_rows(people)
+    paths = file_paths(sources)
+    if not paths and not entries:
+        raise InputError("choose a source face photo first (or fill in a People row)")
     if running is not None:
         running.close()
-    engine = LiveEngine.build(services.settings(), services.runtime, [path])
-    engine.warm_up(engine.pipeline.sources.best_frontal().image)
-    note = "started: allow the camera, then press Record under the camera to stream it"
-    return Started(note, PushedStream(engine, size, mirror), "")  # the read-outs come with the frames
+    engine = start_engine(services.settings(), services.runtime, paths, entries)
+    return Started(started_note(entries), PushedStream(engine, size, mirror), "")  # read-outs come with frames
+
+
+def paired(uploads: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """The People rows' uploads (person, sources, person, sources, ...) as rows."""
+    return list(zip(uploads[::2], uploads[1::2], strict=True))
 
 
 def run_stop(running: PushedStream | None) -> tuple[str, None, str, Any]:
@@ -184,8 +259,10 @@ def run_record_stop(running: PushedStream | None) -> tuple[str, Any]:
 
 def listen_live_tab(tab: LiveTab, services: UiServices) -> None:
     tab.start.click(
-        lambda source, size, mirror, running: run_start(services, source, size, mirror, running),
-        [tab.source, tab.size, tab.mirror, tab.stream],
+        lambda sources, size, mirror, running, *people: run_start(
+            services, sources, size, mirror, running, paired(people)
+        ),
+        [tab.source, tab.size, tab.mirror, tab.stream, *tab.people],
         [tab.message, tab.stream, tab.stats],
     )
     tab.stop.click(
