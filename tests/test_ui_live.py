@@ -118,6 +118,19 @@ def face_and_background_change(shown: np.ndarray, inputs: list[np.ndarray]) -> t
     return float(middle.mean()), float(outside[nearest])
 
 
+def expect_people_rows(page: Any) -> None:
+    """The People accordion (the page's face map) opens on its rows, each a person's photo and their
+    sources; closed again, as a viewer leaves it."""
+    from playwright.sync_api import expect
+
+    page.locator("#live-people").get_by_text("People (optional)").click()
+    for row in range(1, 4):
+        expect(page.locator(f"#live-person-{row} input[type=file]")).to_be_attached(timeout=30_000)
+        expect(page.locator(f"#live-person-{row}-source input[type=file]")).to_be_attached(timeout=30_000)
+    expect(page.locator("#live-person-1")).to_contain_text("Person 1: a photo of them")
+    page.locator("#live-people").get_by_text("People (optional)").click()
+
+
 def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     camera_page: Any, live_ui: RunningUi, camera_file: Path, tmp_path: Path
 ) -> None:
@@ -128,12 +141,7 @@ def test_the_live_tab_swaps_the_camera_records_and_frees_the_camera(
     cv2.imwrite(str(photo), media.astronaut())
     page.locator("#live-source input[type=file]").set_input_files(str(photo))
     expect(page.locator("#live-source")).to_contain_text("astronaut", timeout=60_000)
-    page.locator("#live-people").get_by_text("People (optional)").click()  # the face map's rows, left empty
-    for row in range(1, 4):
-        expect(page.locator(f"#live-person-{row} input[type=file]")).to_be_attached(timeout=30_000)
-        expect(page.locator(f"#live-person-{row}-source input[type=file]")).to_be_attached(timeout=30_000)
-    expect(page.locator("#live-person-1")).to_contain_text("Person 1: a photo of them")
-    page.locator("#live-people").get_by_text("People (optional)").click()  # closed again, as a viewer leaves it
+    expect_people_rows(page)
     page.locator("#live-mirror input").uncheck()  # the shown frames compare with the camera's as they are
     page.locator("#live-start").click()
     expect(page.locator("#live-message")).to_contain_text("started", timeout=120_000)
