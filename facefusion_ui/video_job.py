@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import InputError, OutOfMemory
+from facefusion_ui.errors import CancelledError, InputError, OutOfMemory
 from facefusion_ui.faces.detection_schedule import warm_proposer
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
@@ -232,6 +232,7 @@ class VideoRun:
             if self.warming is not None:
                 self.warming.join()  # long done: loaded before the first probe without faces needed it
             self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
+            self._check_cancel()  # a cancel after the last frame was analysed: no output either
         except InputError as error:
             self._drop_work_of_a_bad_photo(error)
             raise
@@ -245,6 +246,12 @@ class VideoRun:
             self.pipeline.release()
         elapsed = time.perf_counter() - started
         return ProcessResult(str(self.job.output), "video", elapsed, self._stats(elapsed))
+
+    def _check_cancel(self) -> None:
+        """The frames check the cancel as each group is analysed; one that comes after the last group (the
+        frames still being swapped and written) is checked here, before the output is made."""
+        if self.context.cancel is not None and self.context.cancel.is_set():
+            raise CancelledError("the job was cancelled")
 
     def _drop_work_of_a_bad_photo(self, error: InputError) -> None:
         """The source photos are read while the first frames decode, so a photo without a face fails the
