@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facefusion_ui.errors import CancelledError, InputError, OutOfMemory
+from facefusion_ui.errors import InputError, OutOfMemory
 from facefusion_ui.faces.detection_schedule import warm_proposer
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
@@ -52,7 +52,7 @@ from facefusion_ui.video.output_format import OutputFormat, changed_reason, outp
 from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video_listing
 from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
-from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, read_frame, run_chunk
+from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, raise_if_cancelled, read_frame, run_chunk
 from facefusion_ui.video.yuv import even_size
 
 logger = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class VideoRun:
             if self.warming is not None:
                 self.warming.join()  # long done: loaded before the first probe without faces needed it
             self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
-            self._check_cancel()  # a cancel after the last frame was analysed: no output either
+            raise_if_cancelled(self.context.cancel)  # a cancel after the last group was analysed: no output
         except InputError as error:
             self._drop_work_of_a_bad_photo(error)
             raise
@@ -246,12 +246,6 @@ class VideoRun:
             self.pipeline.release()
         elapsed = time.perf_counter() - started
         return ProcessResult(str(self.job.output), "video", elapsed, self._stats(elapsed))
-
-    def _check_cancel(self) -> None:
-        """The frames check the cancel as each group is analysed; one that comes after the last group (the
-        frames still being swapped and written) is checked here, before the output is made."""
-        if self.context.cancel is not None and self.context.cancel.is_set():
-            raise CancelledError("the job was cancelled")
 
     def _drop_work_of_a_bad_photo(self, error: InputError) -> None:
         """The source photos are read while the first frames decode, so a photo without a face fails the

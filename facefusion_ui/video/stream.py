@@ -111,6 +111,12 @@ def in_flight_limit(settings: Settings) -> int:
     return 3 * settings.frame_queue_size + settings.execution_threads + held + 1
 
 
+def raise_if_cancelled(cancel: threading.Event | None) -> None:
+    """A job's cancel, seen: the job ends as cancelled (``CancelledError``)."""
+    if cancel is not None and cancel.is_set():
+        raise CancelledError("the job was cancelled")
+
+
 @dataclass(frozen=True)
 class ChunkTask:
     """One chunk to run: what it is (ffmpeg, the video, the frame range, the segment file to write, the
@@ -135,8 +141,7 @@ class ChunkTask:
         return float(self.info.frame_times[index])
 
     def check_cancel(self) -> None:
-        if self.cancel is not None and self.cancel.is_set():
-            raise CancelledError("the job was cancelled")
+        raise_if_cancelled(self.cancel)
 
 
 def run_chunk(task: ChunkTask) -> ChunkRun:
