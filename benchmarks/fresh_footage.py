@@ -166,7 +166,7 @@ def ours(checkout: Path, clip: Path, face: Path, output: Path, work: Path) -> tu
     return timing, summary
 
 
-SHOWN = ("fps", "faces_detected", "recognizer_calls", "face_detection", "copy", "peak_rss_mb")
+SHOWN = ("fps", "first_frame_s", "faces_detected", "recognizer_calls", "face_detection", "copy", "peak_rss_mb")
 
 
 def measure(name: str, clip: Path, face: Path, work: Path, pairs: int, baseline: Path | None) -> None:

@@ -23,6 +23,14 @@ def frames_state(done: int, total: int, processed: int, elapsed_s: float) -> dic
     }
 
 
+def process_age_at(moment: float) -> float:
+    """Seconds from this process's start to ``moment`` (a ``time.perf_counter()`` reading)."""
+    import psutil  # only when a job reports: the command line's start-up does not pay for it
+
+    now_wall, now = time.time(), time.perf_counter()
+    return (now_wall - (now - moment)) - psutil.Process().create_time()
+
+
 @dataclass
 class FrameProgress:
     frames_total: int
@@ -32,6 +40,8 @@ class FrameProgress:
     frames_skipped: int = 0
     chunk_index: int = 0
     started: float = field(default_factory=time.perf_counter)
+    first_frame_at: float | None = None
+    """``time.perf_counter()`` when the first frame was done (processed or copied); None before."""
     _last_report: float = 0.0
     _reported_chunk: int = -1
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -50,7 +60,19 @@ class FrameProgress:
     def advance(self) -> None:
         with self._lock:
             self.frames_done += 1
+            if self.first_frame_at is None:
+                self.first_frame_at = time.perf_counter()
         self.report()
+
+    def first_frame_seconds(self) -> dict[str, float] | None:
+        """How long the first frame took: from the job's start, and from its process's start (what a user
+        of the command line waits, the interpreter's start and the imports included); None before it."""
+        if self.first_frame_at is None:
+            return None
+        return {
+            "since_job_start": round(self.first_frame_at - self.started, 3),
+            "since_process_start": round(process_age_at(self.first_frame_at), 3),
+        }
 
     def snapshot(self) -> dict[str, Any]:
         processed = self.frames_done - self.frames_skipped
@@ -83,6 +105,8 @@ class PeoplePassProgress:
 
     callback: ProgressCallback
     started: float = field(default_factory=time.perf_counter)
+    first_frame_at: float | None = None
+    """``time.perf_counter()`` when the first frame was done (processed or copied); None before."""
     _last_report: float = 0.0
 
     def __call__(self, done: int, total: int) -> None:

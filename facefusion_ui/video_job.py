@@ -407,6 +407,7 @@ class VideoRun:
             "frames": plan.last - plan.first,
             "frames_converted": sum(run.frames_converted for run in self.chunk_runs),
             "fps": round(processed_frames / elapsed, 2) if elapsed > 0 else 0.0,
+            "first_frame_s": self.tracker.first_frame_seconds(),
             "chunks_total": len(plan.chunks),
             "chunks_done": len(plan.chunks) - self.reused,
             "chunks_skipped": self.reused,

@@ -33,6 +33,7 @@ UNIT_FILES = frozenset(
         "test_change_gate.py",
         "test_environment.py",
         "test_ffmpeg_commands.py",
+        "test_progress.py",
         "test_function_length.py",
         "test_identity_cache.py",
         "test_import_cycles.py",

@@ -106,6 +106,8 @@ def test_frames_fps_and_audio_are_kept_for_any_chunk_size(
     assert result.frame_count == source.frame_count == 40 and result.fps == source.fps
     assert summary["chunks_total"] == {1: 2, 2: 1, 1000: 1}[chunk]  # 25 fps, 1 s: 20 + 20 frames (on the grid)
     assert summary["faces_swapped"] >= 40 and summary["frames"] == 40
+    first = summary["first_frame_s"]
+    assert 0 < first["since_job_start"] <= first["since_process_start"]
     assert result.has_audio
     assert abs((audio_seconds(output) or 0) - 40 / 25) < 0.05
 

@@ -1,0 +1,34 @@
+"""Frame progress: the rate and ETA it reports and how long the first frame took."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from facefusion_ui.progress import FrameProgress, frames_state, process_age_at
+
+
+def test_frames_state_counts_only_processed_frames_in_the_rate() -> None:
+    state = frames_state(done=30, total=100, processed=20, elapsed_s=2.0)
+    assert state == {"frames_done": 30, "frames_total": 100, "fps": 10.0, "eta_s": 7.0}
+
+
+def test_first_frame_is_timed_from_the_job_and_from_the_process() -> None:
+    progress = FrameProgress(frames_total=3, chunks_total=1)
+    assert progress.first_frame_seconds() is None
+    progress.skip(1)  # a chunk reused from an earlier run is not a frame this run made
+    assert progress.first_frame_seconds() is None
+    progress.advance()
+    first = progress.first_frame_seconds()
+    assert first is not None
+    progress.advance()
+    assert progress.first_frame_seconds() == first  # the first frame's time, not the latest
+    assert 0 <= first["since_job_start"] <= first["since_process_start"]
+    lived = time.time() - psutil.Process().create_time()
+    assert first["since_process_start"] <= lived + 0.05
+
+
+def test_process_age_grows_with_the_moment() -> None:
+    earlier, later = time.perf_counter() - 1.0, time.perf_counter()
+    assert abs((process_age_at(later) - process_age_at(earlier)) - 1.0) < 0.05
