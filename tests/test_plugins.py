@@ -356,3 +356,22 @@ def test_the_built_ins_base_classes(tmp_path: Path) -> None:
     assert masking.required_models() == ("gfpgan_1.4", "xseg_2")  # each once, its own first
     assert masking.mask_counts()["faces_masked"] == 0 and masking.counts() == {}
     colouring.release()  # nothing loaded: nothing to free, no error
+
+
+def test_installed_entry_points_are_read_once_a_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from facefusion_ui.processors import registry as registry_module
+
+    reads: list[str] = []
+
+    def counted(group: str) -> object:
+        reads.append(group)
+        return importlib.metadata.entry_points(group=group)
+
+    monkeypatch.setattr(registry_module, "entry_points", counted)
+    registry_module.installed_processor_entry_points.cache_clear()
+    try:
+        names = {ProcessorRegistry.discover().names() for _ in range(3)}
+    finally:
+        registry_module.installed_processor_entry_points.cache_clear()
+    assert reads == [ENTRY_POINT_GROUP] and len(names) == 1
+    assert set(BUILTIN_PROCESSORS) <= set(names.pop())

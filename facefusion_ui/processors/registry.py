@@ -15,6 +15,7 @@ their entry points come from this package's distribution.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -81,6 +82,14 @@ def _load_target(target: str) -> object:
     return getattr(module, attribute) if attribute else module
 
 
+@functools.lru_cache(maxsize=1)
+def installed_processor_entry_points() -> tuple[EntryPoint, ...]:
+    """The entry points of the processors' group, read once a process: reading them walks the metadata of
+    every installed distribution (about 0.1 s with a few hundred installed), and a run builds its registry
+    several times (the parser, the pipeline, the source check)."""
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))
+
+
 class ProcessorRegistry:
     def __init__(self, entries: Iterable[ProcessorEntry]) -> None:
         self._entries: dict[str, ProcessorEntry] = {}
@@ -101,7 +110,7 @@ class ProcessorRegistry:
     ) -> ProcessorRegistry:
         """Every processor of the entry-point group (``plugins`` instead when given): this package's own
         first, as 'built-in', then the fallback table's built-ins its metadata lacks, then the others."""
-        found = list(plugins if plugins is not None else entry_points(group=ENTRY_POINT_GROUP))
+        found = list(plugins if plugins is not None else installed_processor_entry_points())
         own = [point for point in found if _distribution(point) == OWN_DISTRIBUTION]
         entries = [ProcessorEntry(point.name, point.value, "built-in") for point in own]
         declared = {point.name for point in own}
