@@ -480,6 +480,7 @@ def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypa
     monkeypatch.setenv("FACEFUSION_UI_FFMPEG", str(wrapper))
     plan = VideoPlan.make(settings(), clip, tmp_path / "out.mp4", str(wrapper))
     assert plan.copy is not None and plan.copy.cuts == [0, 25, 50] and plan.copy.params.source_crf == 23.0
+    assert plan.quality is not None and (plan.quality.crf, plan.quality.chosen) == (18, "source")
     runs = log.read_text(encoding="utf-8").splitlines()
     assert len([run for run in runs if "framecrc" in run]) == 1, runs
     assert len([run for run in runs if "trace_headers" in run]) == 1, runs
