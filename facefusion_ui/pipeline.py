@@ -259,6 +259,30 @@ class FramePipeline:
             known.append(self.analyser.face_of_mesh(frame, mesh, bbox, track.score, self.settings, self.reads_68))
         return known, rest
 
+    def probe_meshes(
+        self, frame: Frame, index: int, detections: list[Detection], known: Sequence[Face]
+    ) -> tuple[list[Detection], list[Face]]:
+        """Detected faces (a probe's) that continue a face followed in the frame before, made from the mesh
+        read in the region its smoothed mesh gives (the read the smoother makes for them anyway), with the
+        detector's box and score: their 5 points from that mesh and the 68 landmarks only when a processor
+        reads them, as between the probes; and the detections left for the landmarker."""
+        assert self.meshes is not None
+        boxes = [detection.bbox for detection in detections]
+        tracks = self.meshes.detected_tracks(frame, index, [*boxes, *(face.bbox for face in known)])
+        probed: list[Face] = []
+        rest: list[Detection] = []
+        for detection, track in zip(detections, tracks, strict=False):
+            mesh = None if track is None else self.analyser.mesh_at(frame, track.smoothed_points())
+            if mesh is None:
+                rest.append(detection)
+                continue
+            face = self.analyser.face_of_mesh(
+                frame, mesh, detection.bbox, detection.score, self.settings, self.reads_68
+            )
+            probed.append(face)
+        self.schedule.stats.faces_probed_by_mesh += len(probed)
+        return rest, probed
+
     def analyse(
         self,
         frame: Frame,
@@ -284,6 +308,9 @@ class FramePipeline:
         known: Sequence[Face],
     ) -> FrameAnalysis:
         """``analyse`` without counting the frame (``analyse_group`` counts its frames, skipped ones too)."""
+        if detections and self.meshes is not None:
+            detections, probed = self.probe_meshes(frame, index, detections, known)
+            known = [*known, *probed]
         faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections, known=known)
         if faces:
             self.sources.prefetch()  # a video's source photos, read in the background: their faces now

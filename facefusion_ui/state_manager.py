@@ -755,10 +755,10 @@ class Settings:
         "ffmpeg video encoder",
         page=(Place("settings:output", 1), Place("single:output", 2)),
     )
-    output_video_quality: int = _setting(
-        80,
-        whole_number(0, 100),
-        "video quality, 100 is best",
+    output_video_quality: int | None = _setting(
+        None,
+        whole_number(0, 100, optional=True),
+        "video quality, 100 is best (none: 80, but no finer than 5 CRF steps below the source's own CRF)",
         page=(Place("settings:output", 3), Place("single:output", 4)),
     )
     output_video_preset: VideoPreset = _setting(

@@ -51,6 +51,7 @@ from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
 from facefusion_ui.video.output_format import OutputFormat, changed_reason, output_format
 from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video_listing
+from facefusion_ui.video.quality import CRF_ENCODERS, VideoQuality, choose_quality, read_source_crf
 from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
 from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, raise_if_cancelled, read_frame, run_chunk
 from facefusion_ui.video.yuv import even_size
@@ -122,6 +123,8 @@ class VideoPlan:
     copy_reason: str | None = None
     output: OutputFormat = field(default_factory=OutputFormat)
     """The output's own size and frame rate (``--output-video-resolution``/``-fps``) where they differ."""
+    quality: VideoQuality | None = None
+    """The quality every encoded frame gets (``video/quality.py``), set in ``settings`` too."""
 
     @classmethod
     def make(cls, settings: Settings, target: Path, output: Path, ffmpeg: str) -> VideoPlan:
@@ -164,10 +167,15 @@ class VideoPlan:
                 )
             chunks = plan_chunks(first, last, length)
             resized = encoded if encoded != size else None
-            return cls(info, first, last, budget, settings, length, chunks, resized, None, changed, made)
+            quality = quality_for(settings, info, ffmpeg, None)
+            settings = settings.with_items(output_video_quality=quality.quality)
+            return cls(info, first, last, budget, settings, length, chunks, resized, None, changed, made, quality)
         copy, reason = copy_source_for(settings, info, output, ffmpeg, listing)
         chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
-        return cls(info, first, last, budget, settings, length, chunks, None, copy, None if copy else reason, made)
+        quality = quality_for(settings, info, ffmpeg, copy)
+        settings = settings.with_items(output_video_quality=quality.quality)
+        reason_left = None if copy else reason
+        return cls(info, first, last, budget, settings, length, chunks, None, copy, reason_left, made, quality)
 
     def resized(self, settings: Settings, resize: Resize, output: Path, ffmpeg: str) -> VideoPlan:
         """The plan for processors that may change the frame's size (``settings``: the job's): itself when
@@ -176,6 +184,16 @@ class VideoPlan:
         if resize(*size) == size:
             return self
         return VideoPlan.of(settings, self.info, (self.first, self.last), output, ffmpeg, resize)
+
+
+def quality_for(settings: Settings, info: VideoInfo, ffmpeg: str, copy: CopySource | None) -> VideoQuality:
+    """The quality the job encodes at (``video/quality.py``); the source's CRF is read from its stream
+    only when no quality is set and the encoder works by CRF (the copy path has read it already)."""
+    encoder = settings.output_video_encoder
+    source_crf = copy.params.source_crf if copy is not None else None
+    if copy is None and settings.output_video_quality is None and encoder in CRF_ENCODERS:
+        source_crf = read_source_crf(ffmpeg, Path(info.path))
+    return choose_quality(settings.output_video_quality, encoder, source_crf)
 
 
 def copy_source_for(
@@ -386,6 +404,11 @@ class VideoRun:
         reason = self.plan.copy_reason or ("; ".join(self.chunk_fallbacks) if self.chunk_fallbacks else None)
         return {**counts, "fallback_reason": reason}
 
+    def _encoding(self) -> dict[str, Any]:
+        """How the frames were encoded: the encoder, and the quality chosen (``video/quality.py``)."""
+        quality = self.plan.quality.to_json() if self.plan.quality is not None else {}
+        return {"encoder": self.settings.output_video_encoder, **quality}
+
     def _stats(self, elapsed: float) -> dict[str, Any]:
         plan = self.plan
         processed_frames = sum(run.frames for run in self.chunk_runs)
@@ -420,6 +443,7 @@ class VideoRun:
             "onnx_models": self.runtime.onnx_models_used(),
             "recoveries": self.recoveries,
             "copy": self._copy_stats(),
+            "encoding": self._encoding(),
             "manifest_reused": self.reused > 0,
             "peak_rss_mb": round(peak_rss_mb(), 1),
             "queues": self.chunk_runs[-1].queues if self.chunk_runs else {},

@@ -448,12 +448,11 @@ def test_the_sources_crf_is_read_from_its_encoders_settings() -> None:
     assert source_crf_of("") is None
 
 
-def test_changed_stretches_are_encoded_no_finer_than_five_crf_steps_below_the_source() -> None:
+def test_changed_stretches_are_encoded_at_the_jobs_quality() -> None:
+    """The quality is chosen with the source's CRF when the job is planned (``test_video_quality.py``)."""
     at_23 = SpliceParams("h264", "high", "3.1", False, [], None, Fraction(1, 12800), 2, source_crf=23.0)
-    assert at_23.crf(80) == 18  # the default quality's CRF 10 would spend 5x the source's bits on its noise
-    assert at_23.crf(40) == 31  # coarser than the source when the setting asks for it
-    assert PARAMS.crf(80) == 10  # unknown source CRF: the setting's
-    args = at_23.encoder_args(80, "veryfast")
+    assert at_23.crf(80) == 10 and at_23.crf(40) == 31
+    args = at_23.encoder_args(65, "veryfast")
     assert args[args.index("-crf") + 1] == "18"
     vp9_params = SpliceParams("vp9", "0", None, False, [], None, Fraction(1, 1000), 0, source_crf=30.0)
     vp9 = vp9_params.encoder_args(80, "fast")
@@ -466,7 +465,7 @@ def test_the_crf_of_a_real_x264_source_is_found(tmp_path: Path) -> None:
     subprocess.run([*command, *ENCODERS["libx264"], "-crf", "30", "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
     source = probe_copy_source(ffmpeg(), probe_video(clip))
     assert not isinstance(source, str)
-    assert source.params.source_crf == 30.0 and source.params.crf(80) == 25
+    assert source.params.source_crf == 30.0
 
 
 def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -481,6 +480,7 @@ def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypa
     monkeypatch.setenv("FACEFUSION_UI_FFMPEG", str(wrapper))
     plan = VideoPlan.make(settings(), clip, tmp_path / "out.mp4", str(wrapper))
     assert plan.copy is not None and plan.copy.cuts == [0, 25, 50] and plan.copy.params.source_crf == 23.0
+    assert plan.quality is not None and (plan.quality.crf, plan.quality.chosen) == (18, "source")
     runs = log.read_text(encoding="utf-8").splitlines()
     assert len([run for run in runs if "framecrc" in run]) == 1, runs
     assert len([run for run in runs if "trace_headers" in run]) == 1, runs

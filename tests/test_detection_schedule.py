@@ -172,6 +172,7 @@ def test_frames_without_faces_pass_through_bit_for_bit(
         "tracked": 0,
         "skipped": 4 + 9 + 3,
         "followed_by_mesh": 0,
+        "probed_by_mesh": 0,
     }
     assert summary["frames_converted"] == 0 and summary["faces_detected"] == 0
     assert np.array_equal(raw_frames(output), raw_frames(clips["blank"]))  # lossless output: identical
@@ -200,7 +201,8 @@ def test_a_followed_face_is_searched_around_its_last_place(
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
     # groups 0-4, 5-14, 15-19: each group that only followed the same face doubles the next one (up to
     # the grid of 20); the first frame and each group's last are detected in full, the rest followed: the
-    # embedded swapper's face by its mesh alone, read where the frame before's smoothed mesh puts it
+    # embedded swapper's face by its mesh alone, read where the frame before's smoothed mesh puts it; the
+    # probes' detection of that face is made from the same read (no landmarker)
     assert followed["face_detection"] == {
         "interval": 5,
         "full": 1 + 3,
@@ -210,6 +212,7 @@ def test_a_followed_face_is_searched_around_its_last_place(
         "tracked": 3 + 9 + 4,
         "skipped": 0,
         "followed_by_mesh": 3 + 9 + 4,
+        "probed_by_mesh": 3,
     }
     assert each_frame["face_detection"]["full"] == 20
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 20
@@ -244,6 +247,7 @@ def test_probes_of_a_still_shot_detect_nothing(
         "tracked": 0,
         "skipped": 16,
         "followed_by_mesh": 0,
+        "probed_by_mesh": 0,
     }
     assert np.array_equal(raw_frames(tmp_path / "out.mp4", 640, 360), raw_frames(clips["still"], 640, 360))
 

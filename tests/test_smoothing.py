@@ -13,7 +13,7 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
 from facefusion_ui.faces.detection import Detection
-from facefusion_ui.faces.face import Face
+from facefusion_ui.faces.face import Face, box_iou
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import ScheduleState
@@ -245,3 +245,53 @@ def test_a_face_followed_by_its_mesh_alone_stays_on_the_face(shared_runtime: Mod
     assert max(offsets[10:]) < 0.03, offsets
     assert ((np.array(noses) > 1 / 3) & (np.array(noses) < 2 / 3)).all(), noses
     assert pipeline.schedule.stats.faces_followed_by_mesh == pipeline.schedule.stats.frames_tracked > 10
+
+
+def test_a_probe_of_a_followed_face_reads_its_mesh_with_no_landmarker(
+    shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """The same drifting head: the first frame's face is new (its 68 landmarks read, its mesh found in the
+    crop round its box); every probe after it detects the face followed, which is made from the mesh read
+    where the track's smoothed mesh puts it, with the detector's box and no 68-point landmarker, as the
+    frames between the probes are. Its mesh is the one the smoother reads for it: it stays on the face."""
+    make = videos.moving_face(640, 360, 20)
+    frames = [make(index) for index in range(20)]
+    source = tmp_path / "astronaut.png"
+    cv2.imwrite(str(source), media.astronaut())
+    pipeline = FramePipeline.build(Settings(), shared_runtime, [source])
+    pipeline.start_video(0)
+    index, faces = 0, []
+    while index < len(frames):
+        size = min(pipeline.group_size_from(index), len(frames) - index)
+        group = range(index, index + size)
+        analyses = pipeline.analyse_group([BgrImage(frames[i]) for i in group], list(group), [i / FPS for i in group])
+        faces += [analysis.faces[0] for analysis in analyses]
+        index += size
+    stats = pipeline.schedule.stats
+    probes = stats.frames_full - 1
+    assert probes >= 2 and stats.faces_probed_by_mesh == probes
+    assert faces[0].landmarks_68 is not None
+    assert all(face.landmarks_68 is None and face.mesh is not None for face in faces[1:])
+    for frame, face in zip(frames[10:], faces[10:], strict=True):
+        detected = face_of(FaceAnalyser(shared_runtime), frame)
+        assert detected.mesh is not None and face.mesh is not None
+        offset = np.linalg.norm(face.mesh.points[:468] - detected.mesh.points, axis=1).mean() / face.width
+        assert offset < 0.03
+        assert box_iou(face.bbox, detected.bbox) > 0.5
+
+
+def test_a_detected_box_continues_a_track_only_beyond_doubt(analyser: FaceAnalyser) -> None:
+    """``detected_tracks``: a detector's box near a track's gets it; two boxes over one track, a box far
+    from any, a cut or a frame that is not the next one get none."""
+    grace = media.grace_hopper()
+    smoother = MeshSmoother()
+    face = face_of(analyser, grace)
+    smoother.smooth(grace, 0, 0.0, [face], [None])
+    moved = noisy(grace, 1)
+    nudged = face.bbox + np.float32(face.width / 20)
+    [track] = smoother.detected_tracks(moved, 1, [nudged])
+    assert track is not None and np.array_equal(track.bbox, face.bbox)
+    assert smoother.detected_tracks(moved, 1, [nudged, face.bbox]) == [None, None]
+    assert smoother.detected_tracks(moved, 1, [face.bbox + np.float32(400)]) == [None]
+    assert smoother.detected_tracks(resized(media.astronaut(), grace), 1, [nudged]) == [None]
+    assert smoother.detected_tracks(moved, 2, [nudged]) == [None]

@@ -156,6 +156,22 @@ class MeshSmoother:
             found.append(best[1] if best[0] >= FOLLOW_IOU else None)
         return found
 
+    def detected_tracks(self, frame: Frame, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
+        """For each of ``boxes`` (faces detected in frame ``index``: a probe's), the track (of the frame
+        before) it continues where that is beyond doubt: the box overlaps that track's box by ``MATCH_IOU``
+        or more, and no other box or track does so with either of them. None elsewhere, and for every box
+        when frame ``index`` is not the next one or a cut."""
+        if not self.tracks or not self.continues_into(index, self.thumbnail_of(frame, index)):
+            return [None] * len(boxes)
+        tracks = list(self.tracks.values())
+        matches = np.array([[box_iou(track.bbox, box) >= MATCH_IOU for track in tracks] for box in boxes], dtype=bool)
+        found: list[MeshTrack | None] = []
+        for row in matches.reshape(len(boxes), len(tracks)):
+            chosen = np.flatnonzero(row)
+            unique = len(chosen) == 1 and int(matches[:, chosen[0]].sum()) == 1
+            found.append(tracks[int(chosen[0])] if unique else None)
+        return found
+
     def continued(self, face: Face, identity: int | None, previous: dict[int, MeshTrack]) -> int | None:
         """The key of the track (of the frame before) that ``face`` continues, if any."""
         best, best_iou = None, MATCH_IOU

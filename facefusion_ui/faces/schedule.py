@@ -70,6 +70,8 @@ class ScheduleStats:
     """Faces of tracked frames read from their meshes alone, with no detection (the embedded swapper)."""
     probes_proposed: int = 0
     """Probes of the whole frame that searched only around the faces followed and BlazeFace's candidates."""
+    faces_probed_by_mesh: int = 0
+    """Faces a detection found that continue a followed face, made from its mesh with no landmarker."""
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -80,6 +82,7 @@ class ScheduleStats:
             "tracked": self.frames_tracked,
             "skipped": self.frames_skipped,
             "followed_by_mesh": self.faces_followed_by_mesh,
+            "probed_by_mesh": self.faces_probed_by_mesh,
         }
 
 

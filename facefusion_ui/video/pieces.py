@@ -37,6 +37,7 @@ from facefusion_ui.video.commands import (
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, run_tool, stderr_tail
 from facefusion_ui.video.gops import Gop, parse_packets
 from facefusion_ui.video.probe import VideoInfo
+from facefusion_ui.video.quality import planned_quality
 from facefusion_ui.video.reader import StderrTail, read_exactly, start_process, stop_process
 from facefusion_ui.video.splice import CopySource
 from facefusion_ui.video.writer import FrameWriter
@@ -140,7 +141,7 @@ class PieceSink:
             self.info.width,
             self.info.height,
             self.info.fps,
-            params.encoder_args(self.settings.output_video_quality, self.settings.output_video_preset),
+            params.encoder_args(planned_quality(self.settings.output_video_quality), self.settings.output_video_preset),
             params.colour_tags,
             params.timescale,
             path,

@@ -7,12 +7,8 @@ no rotation), a constant frame rate on a whole number of time-base ticks, and an
 takes the codec. The changed stretches then get the source's profile, level, colour tags, sample aspect
 ratio, time base and B-frame delay (the same delay keeps decode timestamps increasing at every join).
 
-Their quality: the setting's CRF, but no finer than ``CRF_BELOW_SOURCE`` steps below the CRF the source
-was itself encoded with, where its encoder wrote it in the stream (x264 and x265 do, in an SEI message).
-A GOP that is re-encoded much finer than the copied GOPs around it spends its bits and time on the
-source's own compression noise: a 720p x264 ``veryfast`` CRF 23 source's 6 s around a face, re-encoded at
-the default quality's CRF 10, took 5.1x the source's bits and 1.5x the CPU of CRF 18, which keeps the
-decoded source frames at 47.9 dB PSNR (CRF 10: 51.6 dB; the copied GOPs are the source itself).
+Their quality is the job's (``quality.py``: the user's setting, else no finer than a few CRF steps below
+the CRF the source was itself encoded with, which ``source_crf_of`` reads from the stream).
 """
 
 from __future__ import annotations
@@ -56,8 +52,6 @@ H264_PROFILES = {66: "baseline", 77: "main", 100: "high"}
 TRACE_FIELD = re.compile(r"^\[trace_headers[^\]]*\]\s+\d+\s+(\w+)(?:\[[\d\]\[]+)?\s+[01]+\s+=\s+(-?\d+)", re.MULTILINE)
 USER_DATA_BYTE = re.compile(r"^\[trace_headers[^\]]*\]\s+\d+\s+user_data_payload_byte\[\d+\]\s+[01]+\s+=\s+(\d+)", re.M)
 ENCODER_CRF = re.compile(rb"(?:x264 - core|x265 \(build)[^\0]*?\scrf=(\d+(?:\.\d+)?)")
-CRF_BELOW_SOURCE = 5
-"""The changed stretches are encoded at most this many CRF steps finer than the source (module docstring)."""
 
 
 def trace_fields(text: str) -> dict[str, int]:
@@ -111,11 +105,8 @@ class SpliceParams:
         return self.time_base.denominator // self.time_base.numerator
 
     def crf(self, quality: int) -> int:
-        """The CRF for the changed stretches: the setting's, no finer than ``CRF_BELOW_SOURCE`` below the source's."""
-        crf = crf_for(quality)
-        if self.source_crf is None:
-            return crf
-        return max(crf, int(self.source_crf) - CRF_BELOW_SOURCE)
+        """The CRF for the changed stretches: the job's quality (chosen with the source's CRF, ``quality.py``)."""
+        return crf_for(quality)
 
     def encoder_args(self, quality: int, preset: str) -> list[str]:
         encoder = self.encoder
@@ -186,7 +177,8 @@ def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | No
             f"--output-video-encoder {settings.output_video_encoder} makes {chosen}, the source is {codec} "
             f"(choose {SPLICE_ENCODERS[codec]} to copy)"
         )
-    if codec == "h264" and crf_for(settings.output_video_quality) == 0:
+    quality = settings.output_video_quality
+    if codec == "h264" and quality is not None and crf_for(quality) == 0:
         return "quality 100 is lossless H.264 (High 4:4:4), which cannot splice into the source's profile"
     if output.suffix.lower() not in CONTAINERS[codec]:
         return f"a {output.suffix or 'suffix-less'} output cannot hold {codec}"

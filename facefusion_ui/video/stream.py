@@ -38,6 +38,7 @@ from facefusion_ui.video.ffmpeg import stderr_tail
 from facefusion_ui.video.output_format import OutputFormat, repeats
 from facefusion_ui.video.pieces import ChunkCopy, CopyCounts, PieceSink
 from facefusion_ui.video.probe import VideoInfo
+from facefusion_ui.video.quality import planned_quality
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import END, FrameItem, FrameReader
 from facefusion_ui.video.writer import FrameWriter
@@ -159,7 +160,7 @@ def _encoder(task: ChunkTask, frames: FrameFormat) -> list[str]:
         height,
         task.output.fps or task.info.fps,
         settings.output_video_encoder,
-        settings.output_video_quality,
+        planned_quality(settings.output_video_quality),
         settings.output_video_preset,
         frames.matrix.output_tags(),
         task.segment,
