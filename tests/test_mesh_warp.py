@@ -11,6 +11,7 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.eye_lids import SHUT, lid_band, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
     FEATURES,
     WarpSource,
@@ -157,3 +158,25 @@ def test_a_wide_blur_at_half_size_matches_the_full_size_blur(kernel: int) -> Non
     assert float(np.abs(wide - full).max()) < 0.02
     # far from the outline it stays exactly what the mask is: nothing leaks out, the inside stays whole
     assert float(wide[:10, :10].max()) == 0.0 and abs(float(wide[350, 300]) - 1.0) < 1e-5
+
+
+def eye_contour(centre: tuple[float, float], width: float, height: float) -> np.ndarray:
+    """16 points round an ellipse ``width`` wide and ``height`` high (an eye's contour)."""
+    angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    return np.stack([centre[0] + width / 2 * np.cos(angles), centre[1] + height / 2 * np.sin(angles)], axis=1)
+
+
+def test_a_narrow_eye_is_kept_whole_and_an_open_one_not_at_all() -> None:
+    """The lid band is 1 over a narrow eye's opening and round its lids, fading outward; an open eye keeps
+    nothing of the target (its lids and opening are the source's)."""
+    narrow = eye_contour((40, 50), 40, 0.1 * 40)
+    wide = eye_contour((120, 50), 40, 0.4 * 40)
+    assert opening_ratio(narrow) < SHUT <= opening_ratio(wide)
+    points = np.vstack([narrow, wide]).astype(np.float32)
+    contours = (np.arange(16), np.arange(16, 32))
+    band = lid_band(points, contours, (0, 0, 160, 100))
+    inside = np.zeros(band.shape, np.uint8)
+    cv2.fillPoly(inside, [np.round(narrow).astype(np.int32)], 1)
+    assert band[inside > 0].min() == 1.0, "the narrow eye's opening is the target's"
+    assert band[50, 40 + 20 + 4] > 0.5 and band[50, 40 + 20 + 30] < 0.05, "its lids kept, fading outward"
+    assert band[:, 85:].max() < 1e-3, "the open eye keeps nothing"

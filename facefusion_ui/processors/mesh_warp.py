@@ -16,10 +16,11 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    closed with the source's eyes and teeth unless the source is shut where the target is open, or the
    target nearly shut where the source is open (``openings_to_draw``): an eye round its iris, so the
    source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; round
-   each eye the target's own lids are kept (``eye_lids``), so the source's eye shows only inside the
-   target's opening; the source's glasses, unless kept, are painted out of it first (``source_glasses``)
-   and the painted area is given the target's finest detail (pores), not left flat; a soft or small source
-   is sharpened first (``source_detail``), so its features come across as clearly as a sharp photo's;
+   each eye the target's own lids are kept (``eye_lids``) and a narrow (shut, cast-down) eye is kept
+   whole, so no source iris is drawn into it; the source's glasses, unless kept, are painted out of it
+   first (``source_glasses``) and the painted area is given the target's finest detail (pores), not left
+   flat; a soft or small source is sharpened first (``source_detail``), so its features come across as
+   clearly as a sharp photo's;
 4. the warped face's brightness moves to the target's (Lab mean and spread, inside the face) and its
    colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour streaks),
    and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face
