@@ -22,6 +22,7 @@ from facefusion_ui.processors.mesh_warp import (
     openings_to_draw,
     render_maps,
     source_trust,
+    transfer_colour,
     wide_blur,
 )
 from facefusion_ui.state_manager import Settings
@@ -180,3 +181,25 @@ def test_a_narrow_eye_is_kept_whole_and_an_open_one_not_at_all() -> None:
     assert band[inside > 0].min() == 1.0, "the narrow eye's opening is the target's"
     assert band[50, 40 + 20 + 4] > 0.5 and band[50, 40 + 20 + 30] < 0.05, "its lids kept, fading outward"
     assert band[:, 85:].max() < 1e-3, "the open eye keeps nothing"
+
+
+def test_the_source_lightness_spread_is_never_narrowed_to_a_flatter_target() -> None:
+    """A grey source with strong shading onto a flat target: the lightness takes the target's mean but keeps
+    the source's spread (its shading is who it is); onto a more contrasted target the spread widens."""
+    rng = np.random.default_rng(3)
+    shading = cv2.GaussianBlur(rng.normal(0, 1, (120, 120)).astype(np.float32), (0, 0), 4)
+    shading = shading / shading.std()
+    source = np.clip(128 + 30 * shading, 0, 255).astype(np.uint8)
+    weight = np.ones((120, 120), np.float32)
+
+    def lightness(image: np.ndarray) -> np.ndarray:
+        return cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+
+    for target_spread in (5.0, 50.0):
+        target = np.clip(150 + target_spread * np.roll(shading, 30, axis=1), 0, 255).astype(np.uint8)
+        moved = lightness(transfer_colour(cv2.merge([source] * 3), cv2.merge([target] * 3), weight))
+        source_l, target_l = lightness(cv2.merge([source] * 3)), lightness(cv2.merge([target] * 3))
+        assert abs(moved.mean() - target_l.mean()) < 3.0
+        assert moved.std() >= 0.95 * source_l.std(), (target_spread, moved.std(), source_l.std())
+        if target_spread > 30:
+            assert moved.std() > 1.3 * source_l.std(), "widened toward the more contrasted target"
