@@ -20,6 +20,8 @@ from facefusion_ui.processors.mesh_warp import (
     mesh_warp_swap,
     opening_contours,
     openings_to_draw,
+    oval_mask,
+    region_of,
     render_maps,
     source_trust,
     transfer_colour,
@@ -203,3 +205,15 @@ def test_the_source_lightness_spread_is_never_narrowed_to_a_flatter_target() -> 
         assert moved.std() >= 0.95 * source_l.std(), (target_spread, moved.std(), source_l.std())
         if target_spread > 30:
             assert moved.std() > 1.3 * source_l.std(), "widened toward the more contrasted target"
+
+
+def test_the_source_face_is_drawn_at_full_weight_over_most_of_the_outline(astronaut_mesh: FaceMesh) -> None:
+    """At the default mask blur the blend reaches 0.9 over at least two thirds of the face's outline (its
+    cheeks and jaw are the source's; a wider fade let the target's show through, costing likeness)."""
+    points = astronaut_mesh.points
+    region = region_of(points, media.astronaut().shape)
+    weight = oval_mask(points, region, SETTINGS.face_mask_blur)
+    hull = np.zeros_like(weight)
+    outline = face_outline(points) - np.array(region[:2], dtype=np.float32)
+    cv2.fillConvexPoly(hull, cv2.convexHull(outline).astype(np.int32), 1.0)
+    assert (weight[hull > 0] > 0.9).mean() >= 0.67
