@@ -14,10 +14,15 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.eye_lids import SHUT, lid_band, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
     FEATURES,
+    LIP_SHARE,
+    LIPS,
+    MOUTH_CORNERS,
+    SHAPE_WEIGHT,
     WarpSource,
     face_outline,
     mesh_triangles,
     mesh_warp_swap,
+    morph_toward_source,
     opening_contours,
     openings_to_draw,
     oval_mask,
@@ -32,6 +37,8 @@ from tests.support import media
 
 SETTINGS = Settings()
 GREEN = (0, 255, 0)
+MOUTH_INNER_UPPER, MOUTH_INNER_LOWER = 13, 14
+"""The middle of the inner upper and lower lip."""
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +224,25 @@ def test_the_source_face_is_drawn_at_full_weight_over_most_of_the_outline(astron
     outline = face_outline(points) - np.array(region[:2], dtype=np.float32)
     cv2.fillConvexPoly(hull, cv2.convexHull(outline).astype(np.int32), 1.0)
     assert (weight[hull > 0] > 0.9).mean() >= 0.67
+
+
+def test_the_lips_take_the_sources_width_but_keep_the_targets_opening(astronaut_mesh: FaceMesh) -> None:
+    """A source whose mouth is wider and more open: the morphed lips widen part of the way toward it and
+    keep the target's opening (the inner lips as far apart as before)."""
+    target = astronaut_mesh.points[:468].astype(np.float32)
+    lips = list(LIPS)
+    centre = target[lips].mean(axis=0)
+    source = target.copy()
+    source[lips, 0] = centre[0] + (target[lips, 0] - centre[0]) * 1.3
+    source[MOUTH_INNER_LOWER, 1] += 10.0
+    morphed = morph_toward_source(target, source)
+
+    def width(points: np.ndarray) -> float:
+        return float(np.linalg.norm(points[MOUTH_CORNERS[1]] - points[MOUTH_CORNERS[0]]))
+
+    def opening(points: np.ndarray) -> float:
+        return float(points[MOUTH_INNER_LOWER, 1] - points[MOUTH_INNER_UPPER, 1])
+
+    share = (width(morphed) - width(target)) / (width(source) - width(target))
+    assert 0.5 * SHAPE_WEIGHT * LIP_SHARE < share < 1.5 * SHAPE_WEIGHT * LIP_SHARE, share
+    assert abs(opening(morphed) - opening(target)) < 0.5, (opening(morphed), opening(target))
