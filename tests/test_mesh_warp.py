@@ -11,16 +11,25 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.processors.eye_lids import SHUT, lid_band, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
     FEATURES,
+    LIP_SHARE,
+    LIPS,
+    MOUTH_CORNERS,
+    SHAPE_WEIGHT,
     WarpSource,
     face_outline,
     mesh_triangles,
     mesh_warp_swap,
+    morph_toward_source,
     opening_contours,
     openings_to_draw,
+    oval_mask,
+    region_of,
     render_maps,
     source_trust,
+    transfer_colour,
     wide_blur,
 )
 from facefusion_ui.state_manager import Settings
@@ -28,6 +37,8 @@ from tests.support import media
 
 SETTINGS = Settings()
 GREEN = (0, 255, 0)
+MOUTH_INNER_UPPER, MOUTH_INNER_LOWER = 13, 14
+"""The middle of the inner upper and lower lip."""
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +168,81 @@ def test_a_wide_blur_at_half_size_matches_the_full_size_blur(kernel: int) -> Non
     assert float(np.abs(wide - full).max()) < 0.02
     # far from the outline it stays exactly what the mask is: nothing leaks out, the inside stays whole
     assert float(wide[:10, :10].max()) == 0.0 and abs(float(wide[350, 300]) - 1.0) < 1e-5
+
+
+def eye_contour(centre: tuple[float, float], width: float, height: float) -> np.ndarray:
+    """16 points round an ellipse ``width`` wide and ``height`` high (an eye's contour)."""
+    angles = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    return np.stack([centre[0] + width / 2 * np.cos(angles), centre[1] + height / 2 * np.sin(angles)], axis=1)
+
+
+def test_a_narrow_eye_is_kept_whole_and_an_open_one_not_at_all() -> None:
+    """The lid band is 1 over a narrow eye's opening and round its lids, fading outward; an open eye keeps
+    nothing of the target (its lids and opening are the source's)."""
+    narrow = eye_contour((40, 50), 40, 0.1 * 40)
+    wide = eye_contour((120, 50), 40, 0.4 * 40)
+    assert opening_ratio(narrow) < SHUT <= opening_ratio(wide)
+    points = np.vstack([narrow, wide]).astype(np.float32)
+    contours = (np.arange(16), np.arange(16, 32))
+    band = lid_band(points, contours, (0, 0, 160, 100))
+    inside = np.zeros(band.shape, np.uint8)
+    cv2.fillPoly(inside, [np.round(narrow).astype(np.int32)], 1)
+    assert band[inside > 0].min() == 1.0, "the narrow eye's opening is the target's"
+    assert band[50, 40 + 20 + 4] > 0.5 and band[50, 40 + 20 + 30] < 0.05, "its lids kept, fading outward"
+    assert band[:, 85:].max() < 1e-3, "the open eye keeps nothing"
+
+
+def test_the_source_lightness_spread_is_never_narrowed_to_a_flatter_target() -> None:
+    """A grey source with strong shading onto a flat target: the lightness takes the target's mean but keeps
+    the source's spread (its shading is who it is); onto a more contrasted target the spread widens."""
+    rng = np.random.default_rng(3)
+    shading = cv2.GaussianBlur(rng.normal(0, 1, (120, 120)).astype(np.float32), (0, 0), 4)
+    shading = shading / shading.std()
+    source = np.clip(128 + 30 * shading, 0, 255).astype(np.uint8)
+    weight = np.ones((120, 120), np.float32)
+
+    def lightness(image: np.ndarray) -> np.ndarray:
+        return cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+
+    for target_spread in (5.0, 50.0):
+        target = np.clip(150 + target_spread * np.roll(shading, 30, axis=1), 0, 255).astype(np.uint8)
+        moved = lightness(transfer_colour(cv2.merge([source] * 3), cv2.merge([target] * 3), weight))
+        source_l, target_l = lightness(cv2.merge([source] * 3)), lightness(cv2.merge([target] * 3))
+        assert abs(moved.mean() - target_l.mean()) < 3.0
+        assert moved.std() >= 0.95 * source_l.std(), (target_spread, moved.std(), source_l.std())
+        if target_spread > 30:
+            assert moved.std() > 1.3 * source_l.std(), "widened toward the more contrasted target"
+
+
+def test_the_source_face_is_drawn_at_full_weight_over_most_of_the_outline(astronaut_mesh: FaceMesh) -> None:
+    """At the default mask blur the blend reaches 0.9 over at least two thirds of the face's outline (its
+    cheeks and jaw are the source's; a wider fade let the target's show through, costing likeness)."""
+    points = astronaut_mesh.points
+    region = region_of(points, media.astronaut().shape)
+    weight = oval_mask(points, region, SETTINGS.face_mask_blur)
+    hull = np.zeros_like(weight)
+    outline = face_outline(points) - np.array(region[:2], dtype=np.float32)
+    cv2.fillConvexPoly(hull, cv2.convexHull(outline).astype(np.int32), 1.0)
+    assert (weight[hull > 0] > 0.9).mean() >= 0.67
+
+
+def test_the_lips_take_the_sources_width_but_keep_the_targets_opening(astronaut_mesh: FaceMesh) -> None:
+    """A source whose mouth is wider and more open: the morphed lips widen part of the way toward it and
+    keep the target's opening (the inner lips as far apart as before)."""
+    target = astronaut_mesh.points[:468].astype(np.float32)
+    lips = list(LIPS)
+    centre = target[lips].mean(axis=0)
+    source = target.copy()
+    source[lips, 0] = centre[0] + (target[lips, 0] - centre[0]) * 1.3
+    source[MOUTH_INNER_LOWER, 1] += 10.0
+    morphed = morph_toward_source(target, source)
+
+    def width(points: np.ndarray) -> float:
+        return float(np.linalg.norm(points[MOUTH_CORNERS[1]] - points[MOUTH_CORNERS[0]]))
+
+    def opening(points: np.ndarray) -> float:
+        return float(points[MOUTH_INNER_LOWER, 1] - points[MOUTH_INNER_UPPER, 1])
+
+    share = (width(morphed) - width(target)) / (width(source) - width(target))
+    assert 0.5 * SHAPE_WEIGHT * LIP_SHARE < share < 1.5 * SHAPE_WEIGHT * LIP_SHARE, share
+    assert abs(opening(morphed) - opening(target)) < 0.5, (opening(morphed), opening(target))

@@ -24,6 +24,7 @@ from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.masks.mesh_parts import face_size, region_polygon_mask
 from facefusion_ui.processors import mesh_warp
 from facefusion_ui.processors.base import FrameContext
+from facefusion_ui.processors.eye_lids import SHUT, opening_ratio
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.mesh_warp import (
     IRISES,
@@ -155,11 +156,13 @@ def test_the_run_summary_says_how_many_faces_were_left_for_their_pose(
 # expression and gaze ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("squash", [0.35, 0.7])
 def test_a_squinting_laughing_target_keeps_its_narrow_eyes_and_open_mouth(
-    large_astronaut: tuple[Frame, FaceMesh],
+    large_astronaut: tuple[Frame, FaceMesh], squash: float
 ) -> None:
-    """The target's eye contours squashed to a third of their height and its mouth opened further: the source's
-    openings (painted green) are drawn as high as the target's, not half-way to the source's."""
+    """The target's eye contours squashed (to 0.35 or 0.7 of their height) and its mouth opened further: the
+    source's openings (painted green) are drawn as high as the target's, not half-way to the source's; an
+    eye squashed under ``eye_lids.SHUT`` (shut, cast down) is the target's own, none of the source's drawn."""
     image, mesh = large_astronaut
     shape = image.shape[:2]
     painted = image.copy()
@@ -171,7 +174,7 @@ def test_a_squinting_laughing_target_keeps_its_narrow_eyes_and_open_mouth(
     for contour, iris in zip(eyes, IRISES, strict=True):
         group = [*contour, *iris]
         middle = target[contour, 1].mean()
-        target[group, 1] = middle + (target[group, 1] - middle) * 0.35
+        target[group, 1] = middle + (target[group, 1] - middle) * squash
     # the jaw dropped: what lies below the mouth's corners moves down, gradually (nothing folds over)
     level, lowest = target[mouth, 1].mean(), target[mouth, 1].max()
     below = np.clip((target[:, 1] - level) / (3 * (lowest - level)), 0.0, 1.0)
@@ -181,8 +184,16 @@ def test_a_squinting_laughing_target_keeps_its_narrow_eyes_and_open_mouth(
         target_height = opening_height(target[contour], shape)
         source_height = opening_height(mesh.points[contour], shape)
         drawn = green_height(result.frame, target[contour])
+        if contour is not mouth and opening_ratio(target[contour]) < SHUT:
+            inside = np.zeros(shape, np.uint8)
+            cv2.fillPoly(inside, [np.round(target[contour]).astype(np.int32)], 1)
+            assert drawn == 0.0, (squash, drawn)
+            assert np.abs(result.frame[inside > 0].astype(int) - image[inside > 0]).max() <= 1
+            continue
         # half-way to the source's would be (target_height + source_height) / 2
-        assert abs(drawn - target_height) <= 2.5, (drawn, target_height, source_height)
+        assert abs(drawn - target_height) <= 2.5, (squash, drawn, target_height, source_height)
+    narrow = [opening_ratio(target[contour]) < SHUT for contour in eyes]
+    assert all(narrow) if squash < 0.5 else not any(narrow), "the test squashes across the threshold"
 
 
 def test_the_irises_are_carried_into_the_plain_mesh_eyes(astronaut_face: Face) -> None:
