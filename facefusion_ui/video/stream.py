@@ -382,16 +382,18 @@ class StreamedChunk:
             if self.sparse is not None and not self.sparse.current(item):
                 self.sparse.dropped(item)  # handed on before a rewind: it comes again
                 continue
-            if item.index < 0:  # the end
-                if group:
-                    self._flush(group)
+            if item.index < 0:  # the end, unless the last group is decoded again (a rewind)
+                if group and not self._flush(group):
+                    continue
                 self.analysed.put(NO_MORE_WORK, self.stop)
                 return
             group.append((item.index, self.frames.image(item.frame)))
             if len(group) >= self.task.stages.group_size_from(group[0][0]):
                 self._flush(group)
 
-    def _flush(self, group: list[tuple[int, YuvFrame]]) -> None:
+    def _flush(self, group: list[tuple[int, YuvFrame]]) -> bool:
+        """Analyse ``group`` and hand its frames on; False when it needs frames sparse decoding left out:
+        the decoder starts again at its first frame (``SparseReader.rewind``) and the group is dropped."""
         self.task.check_cancel()
         if self.sparse is not None and not self._decoded_enough(self.sparse, group):
             self.sparse.rewind(group[0][0])  # the group again, every frame decoded
@@ -399,7 +401,7 @@ class StreamedChunk:
                 self.in_flight.remove()
                 self.slots.release()
             group.clear()
-            return
+            return False
         stages = self.task.stages
         indices = [index for index, _ in group]
         timestamps = [self.task.timestamp(index) for index in indices]
@@ -413,6 +415,7 @@ class StreamedChunk:
         group.clear()
         if self.sparse is not None:
             self.sparse.want_sparse(self._sparse_stages().skips_unseen())
+        return True
 
     def _sparse_stages(self) -> SparseStages:
         stages = self.task.stages
