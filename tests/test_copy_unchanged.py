@@ -133,7 +133,7 @@ def settings(**values: Any) -> Settings:
 
 def copy_counts(stats: dict[str, Any]) -> dict[str, Any]:
     """The copy path's counts, without the frames sparse decoding left undecoded (``test_sparse_decoding.py``)."""
-    return {key: value for key, value in stats["copy"].items() if key != "frames_not_decoded"}
+    return {key: value for key, value in stats["copy"].items() if key != "frames_not_read"}
 
 
 def run(face: Path, clip: Path, output: Path, runtime: ModelRuntime, **values: Any) -> dict[str, Any]:

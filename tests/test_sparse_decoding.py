@@ -1,7 +1,7 @@
 """Sparse decoding of face-free stretches (``video/sparse.py``): the pure parts (which frames are probes,
 where a sparse run may go, the ffmpeg arguments), then generated clips: the probe frames a sparse run
 decodes are the full decoder's bit for bit; a clip without a face comes out bit-exact with most of its
-frames never decoded; a face walking in during a sparse stretch is found from its first frame and swapped
+frames never read from the decoder; a face walking in during a sparse stretch is found from its first frame and swapped
 in as many frames as with every frame decoded."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def run(face: Path, clip: Path, output: Path, runtime: ModelRuntime, **values: A
     return dict(process(job, RunContext(runtime=runtime, work_dir=output.parent / f"work-{output.stem}")).stats)
 
 
-def test_a_face_free_clip_is_copied_having_decoded_a_fraction_of_it(
+def test_a_face_free_clip_is_copied_having_read_a_fraction_of_it(
     face: Path, shared_runtime: ModelRuntime, tmp_path: Path
 ) -> None:
     clip = camera_clip(tmp_path, face_at(FRAMES, (0, 0)))
@@ -108,8 +108,8 @@ def test_a_face_free_clip_is_copied_having_decoded_a_fraction_of_it(
     assert stats["faces_detected"] == 0
     assert stats["copy"]["frames_copied"] == FRAMES
     assert frame_md5s(output) == frame_md5s(clip)
-    decoded = FRAMES - stats["copy"]["frames_not_decoded"]
-    assert decoded <= FRAMES // 2, stats["copy"]  # the probes, and the frames before the first sparse run
+    read = FRAMES - stats["copy"]["frames_not_read"]
+    assert read <= FRAMES // 2, stats["copy"]  # the probes, and the frames before the first sparse run
 
 
 @pytest.mark.parametrize(
@@ -133,8 +133,8 @@ def test_a_face_walking_into_a_sparse_stretch_is_swapped_as_with_every_frame_dec
     with monkeypatch.context() as patch:
         patch.setattr(stream, "sparse_reader", lambda *arguments: None)  # every frame decoded (FrameReader)
         every = run(face, clip, full, shared_runtime, video_chunk_size=chunk_seconds)
-    assert stats["copy"]["frames_not_decoded"] > FRAMES // 3, stats["copy"]  # sparse before and after the walk
-    assert every["copy"]["frames_not_decoded"] == 0
+    assert stats["copy"]["frames_not_read"] > FRAMES // 3, stats["copy"]  # sparse before and after the walk
+    assert every["copy"]["frames_not_read"] == 0
     assert stats["faces_swapped"] == every["faces_swapped"] == walk[1] - walk[0]
     assert stats["face_detection"] == every["face_detection"]  # the same schedule, probe for probe
     encoded = range(walk[0] // GOP * GOP, -(-walk[1] // GOP) * GOP)

@@ -1,6 +1,7 @@
 """Sparse decoding of face-free stretches: where the detection schedule skips its groups (no face before,
-none in the probe), only each group's probe frame is decoded; the frames between go on as placeholders
-(``NOT_DECODED``), which the copy path never reads (a GOP without a changed frame is copied as packets).
+none in the probe), only each group's probe frame comes out of the decoder; the frames between go on as
+placeholders (``NOT_DECODED``), which the copy path never reads (a GOP without a changed frame is copied
+as packets).
 
 The decoder (``SparseReader``) decodes every frame until the analysis says the next groups are skipped
 unless their probe finds a face (``SparseStages.skips_unseen``); it then switches, at the next whole GOP,
@@ -34,7 +35,7 @@ from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import FrameItem, StderrTail, read_exactly, start_process, stop_process
 
 NOT_DECODED = np.zeros((0, 0), dtype=np.uint8)
-"""A placeholder frame: not decoded (between two probes of a face-free stretch)."""
+"""A placeholder frame: not read from the decoder (between two probes of a face-free stretch)."""
 
 
 def is_decoded(frame: np.ndarray) -> bool:

@@ -103,8 +103,8 @@ class ChunkRun:
     frames_converted: int = 0
     """Frames converted to BGR for the processors (the others went from decoder to encoder untouched)."""
     copy: dict[str, int] = field(default_factory=dict)
-    """GOPs copied and encoded, frames copied and frames never decoded (``sparse.py``); empty when the
-    chunk was encoded whole."""
+    """GOPs copied and encoded, frames copied, and frames the pipeline never read (``sparse.py``: ffmpeg
+    decoded them only as references); empty when the chunk was encoded whole."""
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -303,7 +303,7 @@ class StreamedChunk:
         self.errors: list[BaseException] = []
         self.written = 0
         self.converted = 0
-        self.not_decoded = 0
+        self.not_read = 0
 
     def run(self) -> ChunkRun:
         workers = [self._thread(self.work, f"frame-worker-{i}") for i in range(self.task.settings.execution_threads)]
@@ -359,7 +359,7 @@ class StreamedChunk:
             counts = self.sink.close()
             self.copy_counts = counts.to_json() if isinstance(counts, CopyCounts) else {}
             if self.sparse is not None:
-                self.copy_counts["frames_not_decoded"] = self.not_decoded
+                self.copy_counts["frames_not_read"] = self.not_read
         else:
             self.sink.abort()
             self.task.segment.unlink(missing_ok=True)
@@ -449,7 +449,7 @@ class StreamedChunk:
             index, image, converted, changed = self.outputs.get(self.stop)
             pending[index] = (image, changed)
             self.converted += converted
-            self.not_decoded += not is_decoded(image.data)
+            self.not_read += not is_decoded(image.data)
             while next_index in pending:
                 image, changed = pending.pop(next_index)
                 self.sink.put(next_index, image.data, changed)
