@@ -55,6 +55,7 @@ def test_the_sparse_decoder_selects_the_probes_then_filters_as_the_full_one() ->
     assert args[args.index("-frames:v") + 1] == "2"
     assert args[args.index("-ss") + 1] == "1.620000"
     assert "passthrough" in args
+    assert args[args.index("-thread_queue_size") + 1] == "1"  # little decoded ahead of the reader
 
 
 def face_at(frames: int, walk: tuple[int, int]) -> videos.FrameMaker:
