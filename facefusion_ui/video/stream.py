@@ -395,7 +395,7 @@ class StreamedChunk:
         """Analyse ``group`` and hand its frames on; False when it needs frames sparse decoding left out:
         the decoder starts again at its first frame (``SparseReader.rewind``) and the group is dropped."""
         self.task.check_cancel()
-        if self.sparse is not None and not self._decoded_enough(self.sparse, group):
+        if self.sparse is not None and not self._decoded_enough(group):
             self.sparse.rewind(group[0][0])  # the group again, every frame decoded
             for _ in group:
                 self.in_flight.remove()
@@ -422,7 +422,7 @@ class StreamedChunk:
         assert isinstance(stages, SparseStages)
         return stages
 
-    def _decoded_enough(self, sparse: SparseReader, group: list[tuple[int, YuvFrame]]) -> bool:
+    def _decoded_enough(self, group: list[tuple[int, YuvFrame]]) -> bool:
         """Whether ``group`` can be analysed: every frame decoded, or only its probe (the last frame) and
         the group is skipped (no face before, and none in the probe, made now: ``probe_ahead``)."""
         if all(is_decoded(image.data) for _, image in group):
