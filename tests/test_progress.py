@@ -25,7 +25,7 @@ def test_first_frame_is_timed_from_the_job_and_from_the_process() -> None:
     progress.advance()
     assert progress.first_frame_seconds() == first  # the first frame's time, not the latest
     assert 0 <= first["since_job_start"] <= first["since_process_start"]
-    assert first["since_process_start"] <= process_age()
+    assert first["since_process_start"] <= process_age() + 0.001  # rounded to a millisecond
 
 
 def test_process_age_counts_from_the_process_start() -> None:
@@ -33,7 +33,7 @@ def test_process_age_counts_from_the_process_start() -> None:
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
     lived = time.perf_counter() - started
-    assert 0.5 <= float(done.stdout) <= lived  # the sleep and the start-up: no more than the child lived
+    assert 0.5 <= float(done.stdout) <= lived + 0.01  # no longer than the child lived (to a clock tick)
 
 
 def test_process_age_grows_with_the_moment() -> None:
