@@ -368,10 +368,19 @@ def test_installed_entry_points_are_read_once_a_process(monkeypatch: pytest.Monk
         return importlib.metadata.entry_points(group=group)
 
     monkeypatch.setattr(registry_module, "entry_points", counted)
-    registry_module.installed_processor_entry_points.cache_clear()
+    registry_module._entry_points_on.cache_clear()
     try:
         names = {ProcessorRegistry.discover().names() for _ in range(3)}
     finally:
-        registry_module.installed_processor_entry_points.cache_clear()
+        registry_module._entry_points_on.cache_clear()
     assert reads == [ENTRY_POINT_GROUP] and len(names) == 1
     assert set(BUILTIN_PROCESSORS) <= set(names.pop())
+
+
+def test_a_plugin_added_to_the_import_path_is_found_after_a_first_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = ProcessorRegistry.discover().names()
+    assert "invert" not in before
+    monkeypatch.syspath_prepend(str(install_plugin(tmp_path)))
+    assert {"invert", "tint"} <= set(ProcessorRegistry.discover().names())

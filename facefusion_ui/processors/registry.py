@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -82,11 +83,17 @@ def _load_target(target: str) -> object:
     return getattr(module, attribute) if attribute else module
 
 
-@functools.lru_cache(maxsize=1)
 def installed_processor_entry_points() -> tuple[EntryPoint, ...]:
-    """The entry points of the processors' group, read once a process: reading them walks the metadata of
-    every installed distribution (about 0.1 s with a few hundred installed), and a run builds its registry
-    several times (the parser, the pipeline, the source check)."""
+    """The entry points of the processors' group, read once for each import path: reading them walks the
+    metadata of every installed distribution (about 0.1 s with a few hundred installed), and a run builds
+    its registry several times (the parser, the pipeline, the source check). A folder added to
+    ``sys.path`` (a plugin installed meanwhile) reads them again."""
+    return _entry_points_on(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points_on(path: tuple[str, ...]) -> tuple[EntryPoint, ...]:
+    del path  # the cache's key: entry_points() reads the distributions found on sys.path
     return tuple(entry_points(group=ENTRY_POINT_GROUP))
 
 
