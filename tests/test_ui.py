@@ -385,7 +385,8 @@ def settings_flow(page: Any, ui: RunningUi, url: str) -> None:
     expect(fresh.locator("#setting-face_detector_model:visible input")).to_have_value(
         re.compile("^mediapipe_blazeface"), timeout=30_000
     )
-    expect(fresh.locator("#setting-output_video_quality:visible input[type=number]")).to_have_value("71")
+    # the video quality is blank by default (chosen from the source), so a text box, not a slider
+    expect(fresh.locator("#setting-output_video_quality:visible textarea")).to_have_value("71")
     expect(fresh.locator("#settings-unsaved")).to_have_text("")
     other.close()
     # a model download from the page: its progress, then what went wrong (a file that is not the model)
