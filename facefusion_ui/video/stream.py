@@ -16,7 +16,6 @@ Every thread and ffmpeg process is ended on success, error or Ctrl-C.
 from __future__ import annotations
 
 import collections
-import itertools
 import shutil
 import subprocess
 import threading
@@ -95,15 +94,25 @@ AHEAD_THREADS = 2
 
 def convert_ahead(images: Sequence[YuvFrame], executor: Executor) -> None:
     """Convert ``images`` (a group, analysed in order) to BGR one frame ahead of the analysis: the first
-    now, each next one when the analysis asks for the one before. At most one conversion runs at a time."""
-    for image, following in itertools.pairwise(images):
-        image.after_bgr = _converter(following, executor)
+    now, each next one when the analysis asks for the one before. When it asks for a frame, the frame
+    before has been analysed: its BGR is dropped (made again if asked again), so the group holds two BGR
+    frames at a time, not one per frame. At most one conversion runs at a time."""
+    for position, image in enumerate(images):
+        done = images[position - 1] if position > 0 else None
+        following = images[position + 1] if position + 1 < len(images) else None
+        image.after_bgr = _moved_on(done, following, executor)
     if images:
         images[0].convert_on(executor)
 
 
-def _converter(image: YuvFrame, executor: Executor) -> Callable[[], None]:
-    return lambda: image.convert_on(executor)
+def _moved_on(done: YuvFrame | None, following: YuvFrame | None, executor: Executor) -> Callable[[], None]:
+    def moved_on() -> None:
+        if done is not None:
+            done.forget_bgr()
+        if following is not None:
+            following.convert_on(executor)
+
+    return moved_on
 
 
 @dataclass(frozen=True)
