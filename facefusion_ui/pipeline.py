@@ -34,7 +34,7 @@ from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.probe_prefetch import FrameAt, PrefetchStats, ProbePrefetch
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.schedule import ScheduleState
+from facefusion_ui.faces.schedule import ScheduleState, largest_group
 from facefusion_ui.faces.selector import (
     classifies_source,
     classifies_targets,
@@ -228,9 +228,9 @@ class FramePipeline:
                 self.meshes.reset()
 
     def prefetch_with(self, executor: Executor | None, frame_at: FrameAt | None = None) -> None:
-        """From now on compute probes' full searches ahead on ``executor``, of the frames ``frame_at`` gives
-        (``DetectionSchedule.probe_ahead``); None: stop, dropping a search still pending (waited for if it
-        runs: its frame is not read after this)."""
+        """From now on compute probes' full searches ahead on ``executor``, of the frames ``frame_at``
+        gives (``DetectionSchedule.search_next_probe``); None: stop, dropping a search still pending
+        (waited for if it runs: its frame is not read after this)."""
         if self.schedule.prefetch is not None:
             self.schedule.prefetch.discard()
         self.schedule.prefetch = None
@@ -261,6 +261,21 @@ class FramePipeline:
         results = self.schedule.analyse_group(images, indices, timestamps, self)
         self.stats.frames += len(results)
         return results
+
+    def skips_unseen(self) -> bool:
+        """Whether a group whose probe finds no face needs none of its other frames (sparse decoding,
+        ``video/sparse.py``): faces are read, nothing is changed in a frame without them, and the schedule
+        skips such a group (``DetectionSchedule.skips_unseen``)."""
+        return self.reads_faces and not self.changes(NO_FACES) and self.schedule.skips_unseen()
+
+    def probe_ahead(self, image: FrameImage, index: int) -> bool:
+        """The probe of the group ending at frame ``index``, before its other frames are decoded (only when
+        ``skips_unseen``): whether the group is skipped (``DetectionSchedule.probe_ahead``)."""
+        return self.schedule.probe_ahead(image, index)
+
+    def probe_grid(self) -> tuple[int, int]:
+        """The job's first frame and the longest group: groups at their longest end on this grid."""
+        return self.schedule.first_frame, largest_group(self.settings.face_detector_interval)
 
     def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
         """The faces of ``boxes`` (followed from the frame before) whose smoothed mesh goes on into this

@@ -18,12 +18,12 @@ M_ARENA_MAX = -8
 MMAP_THRESHOLD = 32 * 2**20
 TRIM_THRESHOLD = 64 * 2**20
 """Allocations from 32 MiB up get their own mapping; a heap keeps up to 64 MiB free at its top."""
-
-
-def arena_limit() -> int:
-    """One heap per core (glibc's default is eight): each keeps up to ``TRIM_THRESHOLD`` free, and the
-    threads of each new chunk would otherwise spread over ever more heaps."""
-    return max(2, os.cpu_count() or 2)
+ARENA_MAX = 1
+"""One heap for every thread (glibc's default is eight per core). Each heap keeps up to ``TRIM_THRESHOLD``
+free at its top, and which heap a pipeline thread lands on changes with each chunk's new threads: with
+one heap per core a 720p talking head's peak RSS rose from chunk to chunk (5 minutes: 569 MiB in the
+first chunk, 608 MiB in the second). With one heap, the free memory kept is bounded once for the whole
+process."""
 
 
 @functools.cache
@@ -60,9 +60,10 @@ def configure_process() -> None:
     ones afresh and trims each thread's heap once 128 KiB or so lies free at its top, so the next frame's
     arrays fault their pages in again (zeroed by the kernel): on a 2-core x86-64 VM that was a third of
     the embedded swapper's time on a face about 400 px wide. With the thresholds above the pages are reused; with one
-    heap per core (``arena_limit``) and the video workflow giving the free heap back between chunks
-    (``memory.return_free_memory``), peak memory stays flat on long videos. ``MALLOC_MMAP_THRESHOLD_``,
-    ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_ARENA_MAX`` in the environment (glibc's own tunables) win.
+    heap for all threads (``ARENA_MAX``) and the video workflow giving the free heap back between chunks
+    and every few hundred frames (``memory.return_free_memory``), peak memory stays flat on long videos.
+    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or ``MALLOC_ARENA_MAX`` in the environment
+    (glibc's own tunables) win.
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OPENCV_FOR_THREADS_NUM", "1")
@@ -74,4 +75,4 @@ def configure_process() -> None:
     if "MALLOC_TRIM_THRESHOLD_" not in os.environ:
         glibc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
     if "MALLOC_ARENA_MAX" not in os.environ:
-        glibc.mallopt(M_ARENA_MAX, arena_limit())
+        glibc.mallopt(M_ARENA_MAX, ARENA_MAX)

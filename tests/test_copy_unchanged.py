@@ -131,6 +131,11 @@ def settings(**values: Any) -> Settings:
     return state.snapshot()
 
 
+def copy_counts(stats: dict[str, Any]) -> dict[str, Any]:
+    """The copy path's counts, without the frames sparse decoding left undecoded (``test_sparse_decoding.py``)."""
+    return {key: value for key, value in stats["copy"].items() if key != "frames_not_read"}
+
+
 def run(face: Path, clip: Path, output: Path, runtime: ModelRuntime, **values: Any) -> dict[str, Any]:
     job = SwapJob.of(settings(**values), [face], clip, output)
     result = process(job, RunContext(runtime=runtime, work_dir=output.parent / f"work-{output.stem}"))
@@ -150,7 +155,7 @@ def test_untouched_gops_are_copied_bit_exact(
     clip = make_clip(tmp_path, name, encoder)
     output = tmp_path / output_name
     stats = run(face, clip, output, shared_runtime, output_video_encoder=encoder)
-    assert stats["copy"] == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
+    assert copy_counts(stats) == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
     assert stats["faces_swapped"] == FACE[1] - FACE[0]
     source, result = probe_video(clip), probe_video(output)
     assert result.frame_count == source.frame_count == FRAMES
@@ -203,7 +208,7 @@ def test_gops_whose_frames_no_processor_changed_are_copied(
     LeavesFacesAlone.calls = 0
     stats = process(job, RunContext(runtime=shared_runtime, work_dir=tmp_path / "work", registry=registry)).stats
     assert LeavesFacesAlone.calls == FACE[1] - FACE[0]  # it was asked about every face frame
-    assert stats["copy"] == {"gops_copied": 6, "gops_encoded": 0, "frames_copied": FRAMES, "fallback_reason": None}
+    assert copy_counts(stats) == {"gops_copied": 6, "gops_encoded": 0, "frames_copied": FRAMES, "fallback_reason": None}
     assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
 
 
@@ -224,7 +229,7 @@ def test_the_face_debugger_draws_on_the_face_frames_alone(
     stats = run(face, clip, tmp_path / "out.mp4", shared_runtime, processors=["face_debugger"])
     assert sorted(applied) == list(range(*FACE))
     assert stats["faces_annotated"] == FACE[1] - FACE[0]
-    assert stats["copy"] == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
+    assert copy_counts(stats) == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
 
 
 def test_a_camera_pan_without_faces_is_copied_whole_with_blazeface(
@@ -240,7 +245,7 @@ def test_a_camera_pan_without_faces_is_copied_whole_with_blazeface(
     subprocess.run([*command, "-pix_fmt", "yuv420p", "-y", str(clip)], check=True)
     stats = run(face, clip, tmp_path / "out.mp4", shared_runtime, face_detector_model="mediapipe_blazeface")
     assert stats["faces_detected"] == 0 and stats["faces_swapped"] == 0
-    assert stats["copy"] == {"gops_copied": 8, "gops_encoded": 0, "frames_copied": frames, "fallback_reason": None}
+    assert copy_counts(stats) == {"gops_copied": 8, "gops_encoded": 0, "frames_copied": frames, "fallback_reason": None}
     assert frame_md5s(tmp_path / "out.mp4") == frame_md5s(clip)
 
 
@@ -266,7 +271,7 @@ def test_off_encodes_everything_and_trimming_encodes_the_cut_gops(
     trimmed = tmp_path / "trimmed.mp4"
     stats = run(face, clip, trimmed, shared_runtime, trim_frame_start=10, trim_frame_end=140)
     # frames 10-24 and 125-139 are parts of GOPs: encoded; GOPs 1 and 4 are copied
-    assert stats["copy"] == {"gops_copied": 2, "gops_encoded": 4, "frames_copied": 50, "fallback_reason": None}
+    assert copy_counts(stats) == {"gops_copied": 2, "gops_encoded": 4, "frames_copied": 50, "fallback_reason": None}
     want, got = frame_md5s(clip)[10:140], frame_md5s(trimmed)
     assert len(got) == 130 and decode_errors(trimmed) == ""
     assert got[15:40] == want[15:40] and got[90:115] == want[90:115]

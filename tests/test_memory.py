@@ -18,6 +18,7 @@ from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faults import ONNXRUNTIME_OOM, FaultInjection
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.memory import auto_chunk_seconds, is_out_of_memory, plan_budget, process_rss_mb, system_memory
+from facefusion_ui.process_environment import ARENA_MAX
 from facefusion_ui.state_manager import Settings
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -218,3 +219,54 @@ def test_the_entry_points_heap_reuses_frame_sized_buffers() -> None:
 
     default, configured = faults("default"), faults("configured")
     assert configured * 4 < default, (configured, default)
+
+
+THREAD_HEAPS = """
+import ctypes, os, re, sys, tempfile, threading
+if sys.argv[1] == "configured":
+    from facefusion_ui.process_environment import configure_process
+    configure_process()
+import numpy as np
+
+ready = threading.Barrier(9)
+
+def frame_worker() -> None:  # a pipeline thread: frames of its own, held while the others allocate theirs
+    frames = [np.ones((720, 1280, 3), np.uint8) for _ in range(2)]
+    ready.wait()
+    ready.wait()
+    del frames
+
+threads = [threading.Thread(target=frame_worker) for _ in range(8)]
+for thread in threads:
+    thread.start()
+ready.wait()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+path = os.path.join(tempfile.mkdtemp(), "heaps.xml")
+stream = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, stream)
+libc.fclose(stream)
+ready.wait()
+for thread in threads:
+    thread.join()
+with open(path) as info:
+    print(len(re.findall(r"<heap nr=", info.read())))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heaps")
+def test_the_entry_points_threads_share_one_heap() -> None:
+    """Eight threads holding frames at once: with glibc's defaults they spread over heaps of their own
+    (each keeping up to the trim threshold free); in a process configured as the entry points configure it
+    they all allocate from the one heap (``ARENA_MAX``), so the free memory kept is bounded once."""
+
+    def heaps(mode: str) -> int:
+        command = [sys.executable, "-c", THREAD_HEAPS, mode]
+        completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300, check=True)
+        return int(completed.stdout)
+
+    default, configured = heaps("default"), heaps("configured")
+    assert configured == ARENA_MAX and default > 1, (configured, default)

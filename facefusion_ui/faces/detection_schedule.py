@@ -129,14 +129,16 @@ class DetectionSchedule:
         self.proposed = 0
         """Whole-frame probes in a row that searched only candidates (``probe_whole``)."""
         self.prefetch: ProbePrefetch | None = None
-        """Probes' full searches computed ahead (``probe_ahead``), while a video pipeline provides them."""
+        """Probes' full searches computed ahead (``search_next_probe``), while a video pipeline provides them."""
+        self.probed_ahead: tuple[int, list[Detection]] | None = None
+        """A probe made by ``probe_ahead`` (its frame and what it found), used by the group it ends."""
 
     def group_size_from(self, index: int) -> int:
         """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (groups never
         cross the grid counted from the job's first frame)."""
         return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
 
-    def probe_ahead(self, start: int, probe: list[Detection]) -> None:
+    def search_next_probe(self, start: int, probe: list[Detection]) -> None:
         """With faces in the probe just made (of the frame before ``start``), start the full search of the
         next group's probe frame ahead (``prefetch``): the last frame of the group from ``start``, as long
         as ``plan_group`` says it will be; with faces in view that probe searches the whole frame. A
@@ -166,6 +168,7 @@ class DetectionSchedule:
         self.seen = seen_from_saved(state.followed)
         self.stretch = state.stretch
         self.proposed = state.proposed
+        self.probed_ahead = None
         if state.faceless is None:
             self.faceless.forget()
         else:
@@ -186,15 +189,35 @@ class DetectionSchedule:
             first = 1
             if len(images) == 1:
                 return results
-        probe = self.probe(images[-1], indices[-1])
+        probe = self._probe_of(images[-1], indices[-1])
         if self.prefetch is not None:
             self.prefetch.discard_through(indices[-1])  # the probe did not want it (not a full search)
-            self.probe_ahead(indices[-1] + 1, probe)  # searched while the group's frames are followed
+            self.search_next_probe(indices[-1] + 1, probe)  # searched while the group's frames are followed
         plans: list[GroupPlan] = []
         results += self.analyse_span(images[first:], indices[first:], timestamps[first:], search, probe, plans)
         # the same faces went on, or none: the next group may be longer; a face that appeared: back to the interval
         self.stretch = 1 if "full" in plans else min(self.stretch * 2, STRETCH_GROWTH)
         return results
+
+    def skips_unseen(self) -> bool:
+        """Whether the next group, if its probe finds no face, is skipped with no other frame of it looked
+        at: no face in view, and groups at their longest (they end on the grid, ``schedule.largest_group``)."""
+        return isinstance(self.seen, FacesSeen) and not self.seen.boxes and self.stretch == STRETCH_GROWTH
+
+    def probe_ahead(self, image: FrameImage, index: int) -> bool:
+        """Probe the next group's last frame (``index``) before its other frames are at hand (sparse
+        decoding, ``video/sparse.py``; only when ``skips_unseen``): whether the group is skipped. The probe
+        is the one ``analyse_group`` makes for that group (same state changes, made once): it is kept for it."""
+        found = self.probe(image, index)
+        self.probed_ahead = (index, found)
+        return not found
+
+    def _probe_of(self, image: FrameImage, index: int) -> list[Detection]:
+        """The probe of the group ending at frame ``index``: made ahead (``probe_ahead``) or now."""
+        ahead, self.probed_ahead = self.probed_ahead, None
+        if ahead is not None and ahead[0] == index:
+            return ahead[1]
+        return self.probe(image, index)
 
     def analyse_span(
         self,

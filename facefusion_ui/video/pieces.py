@@ -113,6 +113,8 @@ class PieceSink:
                 encoder.write(frame)
         self.gop_encoded = self.gop_encoded or must_encode
         if self.encoder is not None:
+            if data.size == 0:  # not decoded (``sparse.py``: never in a GOP that is encoded): decoded now
+                data = next(self._decode(index, 1))
             self.encoder.write(data)
 
     def _end_gop(self, gop: Gop) -> None:

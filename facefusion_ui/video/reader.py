@@ -22,7 +22,9 @@ class FrameItem:
     index: int
     """Frame number in the source video."""
     frame: Frame
-    """The raw frame: an I420 buffer of shape (height * 3 / 2, width)."""
+    """The raw frame: an I420 buffer of shape (height * 3 / 2, width); empty when not decoded (``sparse.py``)."""
+    generation: int = 0
+    """Which decoder run handed it on (``sparse.SparseReader.rewind``)."""
 
 
 END = FrameItem(-1, np.zeros((0, 0), dtype=np.uint8))

@@ -43,7 +43,8 @@ from facefusion_ui.video.pieces import ChunkCopy, CopyCounts, PieceSink
 from facefusion_ui.video.probe import VideoInfo
 from facefusion_ui.video.quality import planned_quality
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
-from facefusion_ui.video.reader import END, FrameItem, FrameReader
+from facefusion_ui.video.reader import FrameItem, FrameReader
+from facefusion_ui.video.sparse import SparsePlan, SparseReader, SparseSource, SparseStages, is_decoded
 from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video.yuv import ColourMatrix, YuvFrame, even_size, frame_bytes, matrix_for
 
@@ -147,7 +148,8 @@ class ChunkRun:
     frames_converted: int = 0
     """Frames converted to BGR for the processors (the others went from decoder to encoder untouched)."""
     copy: dict[str, int] = field(default_factory=dict)
-    """GOPs copied and encoded, frames copied (empty when the chunk was encoded whole)."""
+    """GOPs copied and encoded, frames copied, and frames the pipeline never read (``sparse.py``: ffmpeg
+    decoded them only as references); empty when the chunk was encoded whole."""
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -278,6 +280,25 @@ class RateSink:
         self.inner.abort()
 
 
+def sparse_reader(
+    task: ChunkTask,
+    frames: FrameFormat,
+    output: BoundedQueue[FrameItem],
+    stop: threading.Event,
+    slots: threading.Semaphore,
+    in_flight: InFlight,
+) -> SparseReader | None:
+    """The chunk's decoder when its face-free stretches may be decoded sparsely (``sparse.py``): GOPs
+    copied, and stages that can probe ahead; None: every frame is decoded (``FrameReader``)."""
+    stages = task.stages
+    if task.copy is None or task.copy.encode_all or not isinstance(stages, SparseStages):
+        return None
+    chunk = task.chunk
+    plan = SparsePlan(chunk.start, chunk.end, task.copy.gops, *stages.probe_grid())
+    source = SparseSource(task.ffmpeg, task.info, frames.decode_filter, frames.shape)
+    return SparseReader(source, plan, output, stop, slots, in_flight, stages.skips_unseen())
+
+
 def sink_for(task: ChunkTask, frames: FrameFormat) -> FrameSink:
     if task.copy is None:
         encoder = EncoderSink(_encoder(task, frames))
@@ -311,9 +332,16 @@ class StreamedChunk:
         self.slots = threading.Semaphore(in_flight_limit(task.settings))
         self.in_flight = InFlight()
         chunk = task.chunk
-        decode = _decoder(task.ffmpeg, task.info, self.frames, chunk.start, chunk.frames)
-        self.reader = FrameReader(
-            decode, self.frames.shape, chunk.start, chunk.frames, self.inputs, self.stop, self.slots, self.in_flight
+        self.sparse = sparse_reader(task, self.frames, self.inputs, self.stop, self.slots, self.in_flight)
+        self.reader: FrameReader | SparseReader = self.sparse or FrameReader(
+            _decoder(task.ffmpeg, task.info, self.frames, chunk.start, chunk.frames),
+            self.frames.shape,
+            chunk.start,
+            chunk.frames,
+            self.inputs,
+            self.stop,
+            self.slots,
+            self.in_flight,
         )
         self.sink = sink_for(task, self.frames)
         self.copy_counts: dict[str, int] = {}
@@ -328,6 +356,7 @@ class StreamedChunk:
         self.reach = largest_group(task.settings.face_detector_interval)
         self.analysing_to = task.chunk.start
         """The frames up to this one (excluded) are in a group being analysed or done."""
+        self.not_read = 0
 
     def run(self) -> ChunkRun:
         if self.ahead_stages is not None:
@@ -389,6 +418,8 @@ class StreamedChunk:
         if problem is None and self.written == self.task.chunk.frames:
             counts = self.sink.close()
             self.copy_counts = counts.to_json() if isinstance(counts, CopyCounts) else {}
+            if self.sparse is not None:
+                self.copy_counts["frames_not_read"] = self.not_read
         else:
             self.sink.abort()
             self.task.segment.unlink(missing_ok=True)
@@ -410,10 +441,14 @@ class StreamedChunk:
         ahead = self.ahead
         while True:
             item = ahead.popleft() if ahead else self.inputs.get(self.stop)
-            if item is END:
+            if self.sparse is not None and not self.sparse.current(item):
+                self.sparse.dropped(item)  # handed on before a rewind: it comes again
+                continue
+            if item.index < 0:  # the end, unless the last group is decoded again (a rewind)
                 if group:
                     self.analysing_to = group[-1][0] + 1
-                    self._flush(group)
+                if group and not self._flush(group):
+                    continue
                 self.analysed.put(NO_MORE_WORK, self.stop)
                 return
             group.append((item.index, self.frames.image(item.frame)))
@@ -429,16 +464,30 @@ class StreamedChunk:
         ahead = self.ahead
         if not self.analysing_to <= index < min(self.task.chunk.end, self.analysing_to + self.reach):
             return None
-        while not ahead or (ahead[-1] is not END and ahead[-1].index < index):
+        while not ahead or 0 <= ahead[-1].index < index:
             item = self.inputs.get_nowait()
             if item is None:
                 return None
             ahead.append(item)
-        found = next((item for item in ahead if item is not END and item.index == index), None)
+        found = next((item for item in ahead if item.index == index and self._current(item)), None)
         return None if found is None else self.frames.image(found.frame)
 
-    def _flush(self, group: list[tuple[int, YuvFrame]]) -> None:
+    def _current(self, item: FrameItem) -> bool:
+        """Whether ``item`` is a decoded frame of the decoder's current pass (sparse decoding hands on frames
+        it did not decode, and after a rewind frames of the pass before, which the analysis drops)."""
+        return is_decoded(item.frame) and (self.sparse is None or self.sparse.current(item))
+
+    def _flush(self, group: list[tuple[int, YuvFrame]]) -> bool:
+        """Analyse ``group`` and hand its frames on; False when it needs frames sparse decoding left out:
+        the decoder starts again at its first frame (``SparseReader.rewind``) and the group is dropped."""
         self.task.check_cancel()
+        if self.sparse is not None and not self._decoded_enough(group):
+            self.sparse.rewind(group[0][0])  # the group again, every frame decoded
+            for _ in group:
+                self.in_flight.remove()
+                self.slots.release()
+            group.clear()
+            return False
         stages = self.task.stages
         indices = [index for index, _ in group]
         timestamps = [self.task.timestamp(index) for index in indices]
@@ -453,6 +502,23 @@ class StreamedChunk:
             else:  # nothing for the workers to do: straight to the writer, which puts frames back in order
                 self.outputs.put((index, image, False, False), self.stop)
         group.clear()
+        if self.sparse is not None:
+            self.sparse.want_sparse(self._sparse_stages().skips_unseen())
+        return True
+
+    def _sparse_stages(self) -> SparseStages:
+        stages = self.task.stages
+        assert isinstance(stages, SparseStages)
+        return stages
+
+    def _decoded_enough(self, group: list[tuple[int, YuvFrame]]) -> bool:
+        """Whether ``group`` can be analysed: every frame decoded, or only its probe (the last frame) and
+        the group is skipped (no face before, and none in the probe, made now: ``probe_ahead``)."""
+        if all(is_decoded(image.data) for _, image in group):
+            return True
+        index, last = group[-1]
+        stages = self._sparse_stages()
+        return is_decoded(last.data) and stages.skips_unseen() and stages.probe_ahead(last, index)
 
     def work(self) -> None:
         """A frame worker: the processors on each frame the analysis says they change."""
@@ -472,6 +538,7 @@ class StreamedChunk:
             index, image, converted, changed = self.outputs.get(self.stop)
             pending[index] = (image, changed)
             self.converted += converted
+            self.not_read += not is_decoded(image.data)
             while next_index in pending:
                 image, changed = pending.pop(next_index)
                 self.sink.put(next_index, image.data, changed)
@@ -577,7 +644,7 @@ def extract_frames(task: ChunkTask, frames: FrameFormat, folder: Path, suffix: s
     try:
         while True:
             item = queue.get(stop)
-            if item is END:
+            if item.index < 0:  # the end
                 break
             path = folder / f"{item.index - chunk.start:08d}{suffix}"
             cv2.imwrite(str(path), frames.image(item.frame).bgr(), params)
