@@ -44,6 +44,7 @@ STAGES = (
     ("facefusion_ui.video.stream", "apply_to"),
     ("facefusion_ui.video.stream", "StreamedChunk._flush"),
     ("facefusion_ui.video.yuv", "YuvFrame.bgr"),
+    ("facefusion_ui.video.yuv", "yuv_to_bgr"),
     ("facefusion_ui.video.yuv", "YuvFrame.store"),
     ("facefusion_ui.pipeline", "FramePipeline.follow_meshes"),
     ("facefusion_ui.pipeline", "FramePipeline.smooth_meshes"),

@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from facefusion_ui.faces.frame_analysis import NO_FACES as NO_FACES  # re-export
 from facefusion_ui.faces.frame_analysis import FrameAnalysis as FrameAnalysis
 from facefusion_ui.faces.identity_cache import IdentityCache
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
+from facefusion_ui.faces.probe_prefetch import FrameAt, PrefetchStats, ProbePrefetch
 from facefusion_ui.faces.recognizer import RecognizerScale
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import ScheduleState, largest_group
@@ -123,6 +125,8 @@ class FramePipeline:
         self.stats = PipelineStats()
         self.schedule = DetectionSchedule(analyser, settings)
         """Which video frames get a full-frame detection, and what it knows from frame to frame."""
+        self.prefetch_stats = PrefetchStats()
+        """The probes' full searches computed ahead by the video pipeline's helper thread (``prefetch_with``)."""
         self.identities: IdentityTracker | None = None
         if settings.face_identity_cache:
             threshold = (
@@ -222,6 +226,21 @@ class FramePipeline:
                 self.meshes.load_json(state.meshes)
             else:
                 self.meshes.reset()
+
+    def prefetch_with(self, executor: Executor | None, frame_at: FrameAt | None = None) -> None:
+        """From now on compute probes' full searches ahead on ``executor``, of the frames ``frame_at``
+        gives (``DetectionSchedule.search_next_probe``); None: stop, dropping a search still pending
+        (waited for if it runs: its frame is not read after this)."""
+        if self.schedule.prefetch is not None:
+            self.schedule.prefetch.discard()
+        self.schedule.prefetch = None
+        if executor is not None and frame_at is not None and self.reads_faces:
+            self.schedule.prefetch = ProbePrefetch(executor, frame_at, self.prefetch_stats)
+
+    def faces_in_view(self) -> bool:
+        """Whether the next group's frames will be analysed (not skipped): faces were in view in the last
+        frame, or nothing is known yet; the video pipeline then converts their colours ahead."""
+        return self.reads_faces and self.schedule.faces_in_view()
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The schedule
@@ -556,6 +575,7 @@ class FramePipeline:
             "recognizer_calls": self.analyser.counters.recognizer_calls,
             "identity_cache": cache,
             "face_detection": {"interval": self.settings.face_detector_interval, **self.schedule.stats.to_json()},
+            "probes_ahead": self.prefetch_stats.to_json(),
             "models_used": self.models_used(),
             "masks": masks_summary(self.settings, self.processors),
         }

@@ -68,6 +68,7 @@ UNIT_FILES = frozenset(
         "test_model_loading.py",
         "test_swapper_hint.py",
         "test_mesh_model.py",
+        "test_probe_prefetch.py",
     }
 )
 """The unit tier: pure functions, small structures, in-process checks of the command line."""

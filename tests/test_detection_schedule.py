@@ -309,3 +309,46 @@ def test_a_moving_camera_is_probed_cheaply_and_a_face_walking_in_is_found(
     assert detection["proposed"] == 3 and detection["areas"] == detection["unchanged"] == 0, detection
     assert grouped["faces_swapped"] == each_frame["faces_swapped"] >= 40 - WALKS_IN_AT - 2  # half in: not yet
     assert each_frame["face_detection"]["proposed"] == 0  # interval 1: every frame in full
+
+
+class AnalysisAlone:
+    """The pipeline's frame stages without the work its analysis hands its helper threads (not
+    ``AheadStages``): probes searched and colours converted on the analysis thread alone."""
+
+    def __init__(self, stages: Any) -> None:
+        self.stages = stages
+
+    def group_size_from(self, index: int) -> int:
+        return int(self.stages.group_size_from(index))
+
+    def analyse_group(self, images: Any, indices: Any, timestamps: Any) -> Any:
+        return self.stages.analyse_group(images, indices, timestamps)
+
+    def changes(self, analysis: Any) -> bool:
+        return bool(self.stages.changes(analysis))
+
+    def apply(self, frame: Any, analysis: Any, index: int, timestamp: float) -> Any:
+        return self.stages.apply(frame, analysis, index, timestamp)
+
+
+@pytest.mark.parametrize(("name", "size"), [("crossing", (640, 360)), ("walking_in", (320, 240))])
+def test_work_done_ahead_leaves_the_video_and_its_counts_as_they_were(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path, name: str, size: tuple[int, int]
+) -> None:
+    """The next group's probe searched and the frames' colours converted on helper threads: the same
+    frames and counts as the analysis thread alone, with the searches ahead taken as probes."""
+    settings = LOSSLESS.with_items(face_detector_interval=5, frame_queue_size=32)  # the default queues
+    results: dict[str, dict[str, Any]] = {}
+    for label, wrap in (("ahead", None), ("alone", AnalysisAlone)):
+        job = SwapJob.of(settings, [clips["face"]], clips[name], tmp_path / f"{label}.mp4")
+        results[label] = process(job, RunContext(runtime=shared_runtime, wrap_stages=wrap)).to_json()
+    ahead, alone = results["ahead"], results["alone"]
+    assert np.array_equal(raw_frames(tmp_path / "ahead.mp4", *size), raw_frames(tmp_path / "alone.mp4", *size))
+    for key in ("faces_detected", "faces_swapped", "frames_converted", "face_detection"):
+        assert ahead[key] == alone[key], key
+    searched = ahead["probes_ahead"]
+    assert searched["started"] == searched["used"] + searched["discarded"], searched
+    # the crossing face is in view from the start: each group's probe searched ahead (the walk-in's comes
+    # in at the last group's probe, followed back: no group after it to search ahead)
+    assert searched["used"] >= 1 if name == "crossing" else searched["started"] == 0, searched
+    assert alone["probes_ahead"] == {"started": 0, "used": 0, "discarded": 0}

@@ -20,6 +20,7 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
 from facefusion_ui.faces.mediapipe_import import import_mediapipe
+from facefusion_ui.faces.probe_prefetch import ProbePrefetch
 from facefusion_ui.faces.schedule import (
     FULL_PROBE_EVERY,
     STRETCH_GROWTH,
@@ -127,6 +128,8 @@ class DetectionSchedule:
         """The job's first frame: the detection groups' grid counts from it."""
         self.proposed = 0
         """Whole-frame probes in a row that searched only candidates (``probe_whole``)."""
+        self.prefetch: ProbePrefetch | None = None
+        """Probes' full searches computed ahead (``search_next_probe``), while a video pipeline provides them."""
         self.probed_ahead: tuple[int, list[Detection]] | None = None
         """A probe made by ``probe_ahead`` (its frame and what it found), used by the group it ends."""
 
@@ -134,6 +137,28 @@ class DetectionSchedule:
         """How many consecutive video frames from frame ``index`` ``analyse_group`` wants next (groups never
         cross the grid counted from the job's first frame)."""
         return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
+
+    def search_next_probe(self, start: int, probe: list[Detection]) -> None:
+        """With faces in the probe just made (of the frame before ``start``), start the full search of the
+        next group's probe frame ahead (``prefetch``): the last frame of the group from ``start``, as long
+        as ``plan_group`` says it will be; with faces in view that probe searches the whole frame. A
+        guess: the search is used only if the schedule then asks for exactly it."""
+        if self.prefetch is None or not probe:
+            return
+        plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
+        stretch = 1 if plan == "full" else min(self.stretch * 2, STRETCH_GROWTH)
+        size = group_size_at(start - self.first_frame, self.settings.face_detector_interval, stretch)
+        self.prefetch.start(start + size - 1, self.full_search)
+
+    def faces_in_view(self) -> bool:
+        """Whether the next group will be analysed whatever its probe finds: faces were in view in the last
+        frame, or nothing is known yet (its first frame is then searched in full)."""
+        return isinstance(self.seen, NothingSeen) or bool(self.seen.boxes)
+
+    def full_search(self, image: FrameImage) -> list[Detection]:
+        """The full-frame search a probe of ``image`` makes when it searches the whole frame (``detect_whole``
+        without the state it keeps): a pure function of the frame and the settings, safe on any thread."""
+        return self.analyser.detect_view(self.analyser.search_view(image, self.settings), self.settings)
 
     def state(self) -> ScheduleState:
         return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells, self.proposed)
@@ -154,6 +179,8 @@ class DetectionSchedule:
     ) -> list[FrameAnalysis]:
         """Consecutive video frames (as many as ``group_size_from`` their first), in order: the group's last
         frame is probed, then the group skipped, tracked or detected in full as ``plan_group`` says."""
+        if self.prefetch is not None:
+            self.prefetch.discard_through(indices[0] - 1)  # a search ahead for a frame gone by: not needed
         results: list[FrameAnalysis] = []
         first = 0
         if isinstance(self.seen, NothingSeen):
@@ -163,6 +190,9 @@ class DetectionSchedule:
             if len(images) == 1:
                 return results
         probe = self._probe_of(images[-1], indices[-1])
+        if self.prefetch is not None:
+            self.prefetch.discard_through(indices[-1])  # the probe did not want it (not a full search)
+            self.search_next_probe(indices[-1] + 1, probe)  # searched while the group's frames are followed
         plans: list[GroupPlan] = []
         results += self.analyse_span(images[first:], indices[first:], timestamps[first:], search, probe, plans)
         # the same faces went on, or none: the next group may be longer; a face that appeared: back to the interval
@@ -178,7 +208,7 @@ class DetectionSchedule:
         """Probe the next group's last frame (``index``) before its other frames are at hand (sparse
         decoding, ``video/sparse.py``; only when ``skips_unseen``): whether the group is skipped. The probe
         is the one ``analyse_group`` makes for that group (same state changes, made once): it is kept for it."""
-        found = self.probe(image)
+        found = self.probe(image, index)
         self.probed_ahead = (index, found)
         return not found
 
@@ -187,7 +217,7 @@ class DetectionSchedule:
         ahead, self.probed_ahead = self.probed_ahead, None
         if ahead is not None and ahead[0] == index:
             return ahead[1]
-        return self.probe(image)
+        return self.probe(image, index)
 
     def analyse_span(
         self,
@@ -278,9 +308,10 @@ class DetectionSchedule:
         self.seen = FacesSeen(tuple(face.bbox for face in result.faces))
         return result
 
-    def probe(self, image: FrameImage) -> list[Detection]:
+    def probe(self, image: FrameImage, index: int | None = None) -> list[Detection]:
         """A detection on the frame's search view, in frame coordinates: full-frame, or when no face was
-        in view before, only in the areas that changed since the last faceless frame (``change_gate.py``)."""
+        in view before, only in the areas that changed since the last faceless frame (``change_gate.py``).
+        ``index``: the frame's number, whose full search may have been computed ahead (``prefetch``)."""
         view = self.analyser.search_view(image, self.settings)
         cells = thumbnail(view.image)
         height, width = view.image.shape[:2]
@@ -290,7 +321,7 @@ class DetectionSchedule:
         if areas and not self.analyser.area_search_pays(self.settings):
             areas = None
         if areas is None:
-            found = self.probe_whole(image, view, cells)
+            found = self.probe_whole(image, view, cells, index)
         elif areas:
             found = self.analyser.detect_in_areas(view, areas, self.settings)
             self.stats.probes_of_areas += 1
@@ -299,7 +330,9 @@ class DetectionSchedule:
             self.stats.probes_unchanged += 1
         return found
 
-    def probe_whole(self, image: FrameImage, view: SearchView, cells: np.ndarray) -> list[Detection]:
+    def probe_whole(
+        self, image: FrameImage, view: SearchView, cells: np.ndarray, index: int | None = None
+    ) -> list[Detection]:
         """A probe of the whole frame. In a stretch without faces, with HOG, only every
         ``FULL_PROBE_EVERY``-th is the full search (HOG upsampled: its smallest faces); the others,
         under half the cost on a moving camera that the change gate cannot skip, are ``probe_cheaply``: a
@@ -308,7 +341,8 @@ class DetectionSchedule:
         if not proposes(self.settings) or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
             self.proposed = 0
             self.stats.frames_full += 1
-            return self.detect_whole(view, cells)
+            ahead = self.prefetch.take(index) if self.prefetch is not None and index is not None else None
+            return self.detect_whole(view, cells, ahead)
         self.proposed += 1
         self.stats.probes_proposed += 1
         return self.probe_cheaply(image, view)
@@ -325,9 +359,12 @@ class DetectionSchedule:
         grey, _ = image.luma(max(image.width, image.height))
         return without_overlaps([*found, *self.analyser.hog_around(grey, rest, self.settings)])
 
-    def detect_whole(self, view: SearchView, cells: np.ndarray | None = None) -> list[Detection]:
-        """A full-frame detection of a video frame; an empty frame becomes the one probes compare with."""
-        found = self.analyser.detect_view(view, self.settings)
+    def detect_whole(
+        self, view: SearchView, cells: np.ndarray | None = None, ahead: list[Detection] | None = None
+    ) -> list[Detection]:
+        """A full-frame detection of a video frame (``ahead``: its result, computed ahead by ``full_search``);
+        an empty frame becomes the one probes compare with."""
+        found = self.analyser.detect_view(view, self.settings) if ahead is None else ahead
         if found:
             self.faceless.forget()
         else:

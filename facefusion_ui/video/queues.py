@@ -44,6 +44,13 @@ class BoundedQueue(Generic[Item]):
             except queue.Empty:
                 continue
 
+    def get_nowait(self) -> Item | None:
+        """The next item when one is there now, else None (never waits)."""
+        try:
+            return self._queue.get_nowait()
+        except queue.Empty:
+            return None
+
     def qsize(self) -> int:
         return self._queue.qsize()
 

@@ -1,6 +1,8 @@
 """One chunk through the streaming pipeline:
 decoder thread -> analysis thread (frames in order, in groups) -> frame workers (processors) -> ordered
-encoder.
+encoder. The analysis thread, the serial step, hands work it can do ahead to two helper threads
+(``AheadStages``): the next group's probe (a full-frame search, ``faces/probe_prefetch.py``) and the
+colour conversion of the frame after the one it analyses.
 
 Frames stay YUV (``video/yuv.py``): a frame the processors would not change (no face selected) goes
 from decoder to encoder untouched; the others are converted to BGR for the processors and only their
@@ -13,15 +15,16 @@ Every thread and ffmpeg process is ended on success, error or Ctrl-C.
 
 from __future__ import annotations
 
+import collections
 import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import cv2
 import numpy as np
@@ -70,6 +73,47 @@ class FrameStages(Protocol):
     def changes(self, analysis: Any) -> bool: ...
 
     def apply(self, frame: Frame, analysis: Any, index: int, timestamp: float) -> Frame: ...
+
+
+@runtime_checkable
+class AheadStages(Protocol):
+    """Frame stages whose analysis can be done partly ahead, on helper threads, with the same results."""
+
+    def prefetch_with(self, executor: Executor | None, frame_at: Callable[[int], FrameImage | None] | None) -> None:
+        """Compute searches ahead on ``executor`` from now on, of the decoded frames ``frame_at`` gives
+        (called on the analysis thread); None: stop (nothing pending left running)."""
+        ...
+
+    def faces_in_view(self) -> bool:
+        """Whether the next group will be analysed (its frames then need BGR: converted ahead)."""
+        ...
+
+
+AHEAD_THREADS = 2
+"""The analysis' helper threads: one for the probe searched ahead, one for the colour converted ahead."""
+
+
+def convert_ahead(images: Sequence[YuvFrame], executor: Executor) -> None:
+    """Convert ``images`` (a group, analysed in order) to BGR one frame ahead of the analysis: the first
+    now, each next one when the analysis asks for the one before. When it asks for a frame, the frame
+    before has been analysed: its BGR is dropped (made again if asked again), so the group holds two BGR
+    frames at a time, not one per frame. At most one conversion runs at a time."""
+    for position, image in enumerate(images):
+        done = images[position - 1] if position > 0 else None
+        following = images[position + 1] if position + 1 < len(images) else None
+        image.after_bgr = _moved_on(done, following, executor)
+    if images:
+        images[0].convert_on(executor)
+
+
+def _moved_on(done: YuvFrame | None, following: YuvFrame | None, executor: Executor) -> Callable[[], None]:
+    def moved_on() -> None:
+        if done is not None:
+            done.forget_bgr()
+        if following is not None:
+            following.convert_on(executor)
+
+    return moved_on
 
 
 @dataclass(frozen=True)
@@ -304,9 +348,20 @@ class StreamedChunk:
         self.errors: list[BaseException] = []
         self.written = 0
         self.converted = 0
+        stages = task.stages
+        self.ahead_stages: AheadStages | None = stages if isinstance(stages, AheadStages) else None
+        self.helpers: ThreadPoolExecutor | None = None
+        self.ahead: collections.deque[FrameItem] = collections.deque()
+        """Decoded frames taken from the queue before their group (``frame_ahead``): the analysis thread's."""
+        self.reach = largest_group(task.settings.face_detector_interval)
+        self.analysing_to = task.chunk.start
+        """The frames up to this one (excluded) are in a group being analysed or done."""
         self.not_read = 0
 
     def run(self) -> ChunkRun:
+        if self.ahead_stages is not None:
+            self.helpers = ThreadPoolExecutor(AHEAD_THREADS, thread_name_prefix="analysis-ahead")
+            self.ahead_stages.prefetch_with(self.helpers, self.frame_ahead)
         workers = [self._thread(self.work, f"frame-worker-{i}") for i in range(self.task.settings.execution_threads)]
         workers.append(self._thread(self.analyse, "frame-analysis"))
         write_thread = self._thread(self.write, "frame-writer")
@@ -355,6 +410,10 @@ class StreamedChunk:
         for worker in workers:
             worker.join()
         write_thread.join()
+        if self.ahead_stages is not None:
+            self.ahead_stages.prefetch_with(None, None)
+        if self.helpers is not None:
+            self.helpers.shutdown(wait=True, cancel_futures=True)
         problem = self.reader.error or (self.errors[0] if self.errors else None)
         if problem is None and self.written == self.task.chunk.frames:
             counts = self.sink.close()
@@ -376,21 +435,47 @@ class StreamedChunk:
         }
 
     def analyse(self) -> None:
-        """The analysis thread: decoded frames in order, analysed a group at a time."""
+        """The analysis thread: decoded frames in order, analysed a group at a time (with frames of the
+        next group, already decoded, taken from the queue ahead of it: ``frame_ahead``)."""
         group: list[tuple[int, YuvFrame]] = []
+        ahead = self.ahead
         while True:
-            item = self.inputs.get(self.stop)
+            item = ahead.popleft() if ahead else self.inputs.get(self.stop)
             if self.sparse is not None and not self.sparse.current(item):
                 self.sparse.dropped(item)  # handed on before a rewind: it comes again
                 continue
             if item.index < 0:  # the end, unless the last group is decoded again (a rewind)
+                if group:
+                    self.analysing_to = group[-1][0] + 1
                 if group and not self._flush(group):
                     continue
                 self.analysed.put(NO_MORE_WORK, self.stop)
                 return
             group.append((item.index, self.frames.image(item.frame)))
             if len(group) >= self.task.stages.group_size_from(group[0][0]):
+                self.analysing_to = group[-1][0] + 1
                 self._flush(group)
+
+    def frame_ahead(self, index: int) -> YuvFrame | None:
+        """Frame ``index`` of the group after the one being analysed, if already decoded (the analysis
+        thread's call, from its stages): frames up to it are moved from the queue to ``ahead`` without
+        waiting. They keep their slots, so the frames in memory stay within the in-flight limit; None
+        when it is not decoded yet, past the chunk, or further than a group ahead."""
+        ahead = self.ahead
+        if not self.analysing_to <= index < min(self.task.chunk.end, self.analysing_to + self.reach):
+            return None
+        while not ahead or 0 <= ahead[-1].index < index:
+            item = self.inputs.get_nowait()
+            if item is None:
+                return None
+            ahead.append(item)
+        found = next((item for item in ahead if item.index == index and self._current(item)), None)
+        return None if found is None else self.frames.image(found.frame)
+
+    def _current(self, item: FrameItem) -> bool:
+        """Whether ``item`` is a decoded frame of the decoder's current pass (sparse decoding hands on frames
+        it did not decode, and after a rewind frames of the pass before, which the analysis drops)."""
+        return is_decoded(item.frame) and (self.sparse is None or self.sparse.current(item))
 
     def _flush(self, group: list[tuple[int, YuvFrame]]) -> bool:
         """Analyse ``group`` and hand its frames on; False when it needs frames sparse decoding left out:
@@ -406,7 +491,10 @@ class StreamedChunk:
         stages = self.task.stages
         indices = [index for index, _ in group]
         timestamps = [self.task.timestamp(index) for index in indices]
-        analyses = stages.analyse_group([image for _, image in group], indices, timestamps)
+        images = [image for _, image in group]
+        if self.helpers is not None and self.ahead_stages is not None and self.ahead_stages.faces_in_view():
+            convert_ahead(images, self.helpers)
+        analyses = stages.analyse_group(images, indices, timestamps)
         for (index, image), analysis in zip(group, analyses, strict=True):
             image.forget_bgr()  # queues hold YUV only (the memory budget counts them so); workers convert again
             if stages.changes(analysis):

@@ -9,6 +9,8 @@ area a processor changed is converted back with the same matrix; the output is t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -121,7 +123,8 @@ def changed_box(before: Frame, after: Frame) -> tuple[int, int, int, int] | None
 
 
 class YuvFrame:
-    """One decoded frame; ``bgr()`` converts once on demand, ``store()`` writes a processed frame back."""
+    """One decoded frame; ``bgr()`` converts once on demand (or takes the conversion ``convert_on`` started
+    on a helper thread), ``store()`` writes a processed frame back."""
 
     def __init__(self, data: np.ndarray, width: int, height: int, matrix: ColourMatrix) -> None:
         self.data = data
@@ -129,6 +132,9 @@ class YuvFrame:
         self._height = height
         self.matrix = matrix
         self._bgr: Frame | None = None
+        self._converting: Future[Frame] | None = None
+        self.after_bgr: Callable[[], None] | None = None
+        """Called once, the first time ``bgr()`` is asked (the video pipeline: convert the next frame ahead)."""
 
     @classmethod
     def from_bgr(cls, bgr: Frame, matrix: ColourMatrix) -> YuvFrame:
@@ -152,11 +158,29 @@ class YuvFrame:
 
     def bgr(self) -> Frame:
         if self._bgr is None:
-            self._bgr = yuv_to_bgr(*self.planes(), self.matrix)
+            converting, self._converting = self._converting, None
+            self._bgr = converting.result() if converting is not None else self._convert()
+            after, self.after_bgr = self.after_bgr, None
+            if after is not None:
+                after()
         return self._bgr
 
+    def _convert(self) -> Frame:
+        return yuv_to_bgr(*self.planes(), self.matrix)
+
+    def convert_on(self, executor: Executor) -> None:
+        """Start the BGR conversion on ``executor`` now; ``bgr()`` takes it (waiting for it if it runs, its
+        error raised there). The same pixels as converting on demand. Call from the thread that asks ``bgr()``."""
+        if self._bgr is None and self._converting is None:
+            self._converting = executor.submit(self._convert)
+
     def forget_bgr(self) -> None:
-        """Drop the BGR copy (twice the frame's size) while the frame waits in a queue; made again on demand."""
+        """Drop the BGR copy (twice the frame's size) while the frame waits in a queue; made again on demand.
+        A conversion still running on a helper thread is waited for (and its result dropped)."""
+        self.after_bgr = None
+        converting, self._converting = self._converting, None
+        if converting is not None and not converting.cancel():
+            wait([converting])
         self._bgr = None
 
     def preview(self, max_side: int) -> tuple[Frame, float]:
