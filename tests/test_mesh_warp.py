@@ -13,6 +13,7 @@ from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, lid_band, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
+    FACE_OVAL,
     FEATURES,
     LIP_SHARE,
     LIPS,
@@ -32,6 +33,7 @@ from facefusion_ui.processors.mesh_warp import (
     transfer_colour,
     wide_blur,
 )
+from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 
@@ -283,3 +285,15 @@ def test_a_cast_down_eye_is_told_by_its_picture_not_its_contour(open_eye: bool) 
         assert band[inside > 0].min() == 1.0, "the cast-down eye's opening and lids are the target's"
     # without the picture, the contour alone counts both as open
     assert lid_band(points, (contour,), (0, 0, 120, 100)).max() < 1e-3
+
+
+def test_the_mirror_pairs_map_the_mesh_onto_itself_across_its_midline() -> None:
+    """Each point has one mirror and is its mirror's mirror; the two eyes' contours map onto each other and
+    the face's outline onto itself, and no point of an eye stays on its own side."""
+    mirror = mirror_index()
+    assert sorted(mirror.tolist()) == list(range(MESH_POINTS))
+    assert (mirror[mirror] == np.arange(MESH_POINTS)).all()
+    left_eye, right_eye = (set(contour.tolist()) for contour in opening_contours()[:2])
+    assert {int(mirror[point]) for point in left_eye} == right_eye
+    assert {int(mirror[point]) for point in FACE_OVAL} == set(FACE_OVAL)
+    assert all(int(mirror[point]) != point for point in left_eye)
