@@ -11,8 +11,9 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.eye_lids import SHUT, lid_band, opening_ratio
+from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, lid_band, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
+    FACE_OVAL,
     FEATURES,
     LIP_SHARE,
     LIPS,
@@ -32,6 +33,7 @@ from facefusion_ui.processors.mesh_warp import (
     transfer_colour,
     wide_blur,
 )
+from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 
@@ -246,3 +248,52 @@ def test_the_lips_take_the_sources_width_but_keep_the_targets_opening(astronaut_
     share = (width(morphed) - width(target)) / (width(source) - width(target))
     assert 0.5 * SHAPE_WEIGHT * LIP_SHARE < share < 1.5 * SHAPE_WEIGHT * LIP_SHARE, share
     assert abs(opening(morphed) - opening(target)) < 0.5, (opening(morphed), opening(target))
+
+
+def eye_picture(open_eye: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A skin-coloured picture with one eye 0.29 as open as wide (between ``SHUT`` and ``LOOK_CLOSER``): an
+    open one (a white, a dark iris) or a cast-down one (lid skin, lashes along its lower edge); and the
+    points: the eye's contour (16), then its iris (centre, four round it)."""
+    contour = eye_contour((60, 50), 40, 0.29 * 40)
+    iris = np.array([[60, 50], [66, 50], [60, 44], [54, 50], [60, 56]], dtype=np.float64)
+    image = np.zeros((100, 120, 3), dtype=np.uint8)
+    image[:] = (120, 150, 205)  # skin (BGR)
+    opening = np.round(contour).astype(np.int32)
+    if open_eye:
+        cv2.fillPoly(image, [opening], (225, 228, 232))
+        cv2.circle(image, (60, 50), 6, (60, 70, 90), -1)
+        cv2.circle(image, (60, 50), 2, (20, 20, 25), -1)
+    else:
+        cv2.fillPoly(image, [opening], (110, 140, 200))
+        cv2.polylines(image, [opening[:9]], False, (40, 50, 70), 2)  # lashes along the lower lid
+    return image, np.vstack([contour, iris]).astype(np.float32)
+
+
+@pytest.mark.parametrize("open_eye", [True, False])
+def test_a_cast_down_eye_is_told_by_its_picture_not_its_contour(open_eye: bool) -> None:
+    """Two eyes whose mesh contours are the same, 0.29 open: the open one (a white and a dark iris show)
+    is the source's, the cast-down one (only lid skin and lashes between its lids) is kept whole."""
+    image, points = eye_picture(open_eye)
+    contour, iris = np.arange(16), (16, 17, 18, 19, 20)
+    assert SHUT <= opening_ratio(points[contour]) < LOOK_CLOSER
+    band = lid_band(points, (contour,), (0, 0, 120, 100), image, (iris,))
+    inside = np.zeros(band.shape, np.uint8)
+    cv2.fillPoly(inside, [np.round(points[contour]).astype(np.int32)], 1)
+    if open_eye:
+        assert band.max() < 1e-3, "the open eye keeps nothing of the target"
+    else:
+        assert band[inside > 0].min() == 1.0, "the cast-down eye's opening and lids are the target's"
+    # without the picture, the contour alone counts both as open
+    assert lid_band(points, (contour,), (0, 0, 120, 100)).max() < 1e-3
+
+
+def test_the_mirror_pairs_map_the_mesh_onto_itself_across_its_midline() -> None:
+    """Each point has one mirror and is its mirror's mirror; the two eyes' contours map onto each other and
+    the face's outline onto itself, and no point of an eye stays on its own side."""
+    mirror = mirror_index()
+    assert sorted(mirror.tolist()) == list(range(MESH_POINTS))
+    assert (mirror[mirror] == np.arange(MESH_POINTS)).all()
+    left_eye, right_eye = (set(contour.tolist()) for contour in opening_contours()[:2])
+    assert {int(mirror[point]) for point in left_eye} == right_eye
+    assert {int(mirror[point]) for point in FACE_OVAL} == set(FACE_OVAL)
+    assert all(int(mirror[point]) != point for point in left_eye)

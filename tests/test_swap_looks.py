@@ -1,6 +1,7 @@
 """How the embedded swapper's results look on sources it was not tuned on: no colour streaks from an
-older source's wrinkles, a greyscale source takes the target's colour, shut eyes stay shut, and a
-source's glasses are painted out without leaving rims."""
+older source's wrinkles, a greyscale source takes the target's colour, shut eyes stay shut, a cast-down
+eye keeps its lid, a source lit from one side takes the target's lighting, and a source's glasses are
+painted out without leaving rims."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from benchmarks.swap_looks import eye_openings, lab_streaks, with_eyes_shut
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.mesh_warp import WarpSource, face_parts, glasses_painted_out, skin_likeness
+from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, opening_ratio
+from facefusion_ui.processors.mesh_warp import (
+    FACE_OVAL,
+    IRISES,
+    WarpSource,
+    face_parts,
+    glasses_painted_out,
+    opening_contours,
+    skin_likeness,
+)
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
@@ -181,3 +191,48 @@ def test_a_soft_source_is_sharpened_up_to_the_floor_and_a_sharp_one_left() -> No
     assert detail(result) > 1.5 * detail(soft)
     assert (result[:20] == soft[:20]).all() and (result[:, :20] == soft[:, :20]).all()  # outside the face: as it was
     assert np.abs(result[..., 0].astype(int) - result[..., 2]).max() == 0  # lightness only, no colour
+
+
+def test_a_cast_down_eye_keeps_its_lid(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
+    """The woman second from the left of t1.jpg looks down: the mesh reads her eyes 0.29 open (as open as
+    an open eye), but no iris shows between her lids, so the source's open blue eyes are not drawn there:
+    each eye's opening stays as it was."""
+    target = media.t1()
+    faces = analysed(shared_runtime, target)
+    looking_down = swapper.warp_mesh(target, faces[1])
+    assert looking_down is not None
+    result = swapped_all(swapper, target, faces, prepared(swapper, shared_runtime, media.grace_hopper()))
+    for contour in opening_contours()[: len(IRISES)]:
+        assert SHUT <= opening_ratio(looking_down.points[contour]) < LOOK_CLOSER
+        eye = np.zeros(target.shape[:2], dtype=np.uint8)
+        cv2.fillPoly(eye, [np.round(looking_down.points[contour]).astype(np.int32)], 1)
+        change = np.abs(result[eye > 0].astype(int) - target[eye > 0]).mean()
+        assert change < 4.0, change
+
+
+def half_difference(image: Frame, face: Face) -> float:
+    """The mean lightness of the face's one half (its outline split by the line from forehead to chin)
+    less the other's."""
+    assert face.mesh is not None
+    points = face.mesh.points
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+    inside = np.zeros(image.shape[:2], dtype=np.uint8)
+    cv2.fillConvexPoly(inside, cv2.convexHull(points[list(FACE_OVAL)]).astype(np.int32), 1)
+    top, down = points[10], points[152] - points[10]
+    ys, xs = np.mgrid[0 : image.shape[0], 0 : image.shape[1]]
+    side = (xs - top[0]) * down[1] - (ys - top[1]) * down[0]
+    return float(lightness[(inside > 0) & (side > 0)].mean() - lightness[(inside > 0) & (side < 0)].mean())
+
+
+def test_a_source_lit_from_one_side_takes_the_targets_lighting(
+    swapper: MeshWarpSwapper, shared_runtime: ModelRuntime
+) -> None:
+    """Tom Hanks's photo is lit from one side: on t1's faces his dark half-face is not carried across, each
+    face's two halves differ in lightness on average within 13 grey levels of how the target's do (17
+    when the source's side lighting came across whole)."""
+    target = media.t1()
+    faces = analysed(shared_runtime, target)
+    result = swapped_all(swapper, target, faces, prepared(swapper, shared_runtime, media.read(media.tom_hanks_path())))
+    changes = [abs(half_difference(result, face) - half_difference(target, face)) for face in faces]
+    assert len(changes) == 6
+    assert float(np.mean(changes)) < 13.0, changes

@@ -23,9 +23,11 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    flat; a soft or small source is sharpened first (``source_detail``), so its features come across as
    clearly as a sharp photo's;
 4. the warped face's brightness moves to the target's (Lab mean, and spread where the target's is wider:
-   never narrowed, ``LIGHTNESS_RATIO_LIMITS``; inside the face) and its colour becomes a smooth field
-   moved to the target's skin (``transfer_colour``: no colour streaks), and the two are blended with
-   that weight, multi-band (``seam_blend``), so nothing outside the face changes.
+   never narrowed, ``LIGHTNESS_RATIO_LIMITS``; inside the face; the difference its two halves' broad
+   lightness shows, how the source photo was lit from the side, swapped for the target's: ``side_light``)
+   and its colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour
+   streaks), and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the
+   face changes.
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
@@ -44,6 +46,7 @@ from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
 from facefusion_ui.processors.seam_blend import three_channels
+from facefusion_ui.processors.side_light import with_target_side_light
 from facefusion_ui.processors.source_detail import sharpened, sharpening
 from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
@@ -482,14 +485,21 @@ def wide_blur(mask: Mask, kernel: int) -> Mask:
     return np.asarray(cv2.resize(blurred, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.float32)
 
 
-def transfer_colour(warped: Frame, target: Frame, weight: Mask, openings: Mask | None = None) -> Frame:
+def transfer_colour(
+    warped: Frame,
+    target: Frame,
+    weight: Mask,
+    openings: Mask | None = None,
+    points: Points | None = None,
+) -> Frame:
     """The warped face moved to the target's colours in Lab (Reinhard: each channel's mean and spread
     where ``weight`` is high, the inner face; the lightness spread only widened, never narrowed,
     ``LIGHTNESS_RATIO_LIMITS``), with its colour (a*, b*) a smooth field (``smooth_colour``):
     the source's shading and fine detail (wrinkles, pores: who the person is) come across as brightness
     only, never as orange-brown streaks on the target's skin, and a greyscale source takes the target's
     mean colour, not a grey patch. In ``openings`` (0..1: the eyes and the mouth) the source's own colour
-    is moved instead, not smoothed: its irises and teeth keep theirs."""
+    is moved instead, not smoothed: its irises and teeth keep theirs. With ``points`` (the mesh over the
+    same pixels) the lightness takes the target's side lighting (``with_target_side_light``)."""
     inner = np.asarray(weight > 0.5, dtype=np.uint8)
     if cv2.countNonZero(inner) < 16:
         return warped
@@ -507,6 +517,8 @@ def transfer_colour(warped: Frame, target: Frame, weight: Mask, openings: Mask |
     # each channel moved as (value - s_mean) * ratio + t_mean, rounded and saturated to 0..255
     matrix = np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]])
     moved = cv2.transform(smooth, matrix)
+    if points is not None:
+        moved[..., 0] = with_target_side_light(moved[..., 0], target_lab[..., 0], face, points)
     if openings is not None and openings.any():
         # only inside the openings' box: the rest of the face keeps the smooth colour
         x, y, w, h = cv2.boundingRect(np.asarray(openings > 0, dtype=np.uint8))
@@ -737,12 +749,19 @@ def mesh_warp_swap(
     # reaching past the triangles drawn, and nothing where the source pixel read is not its face
     kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
     drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
-    lids = lid_band(target.points, opening_contours()[: len(IRISES)], region)
+    lids = lid_band(target.points, opening_contours()[: len(IRISES)], region, frame[y1:y2, x1:x2], IRISES)
     weight = np.asarray(drawn * trust * (1.0 - lids), dtype=np.float32)
     if face_mask is not None:
         weight = np.minimum(weight, face_mask(region))
     target_patch = frame[y1:y2, x1:x2]
-    warped = transfer_colour(np.asarray(warped, dtype=np.uint8), target_patch, weight, openings_mask(shaped, region))
+    local = (shaped - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
+    warped = transfer_colour(
+        np.asarray(warped, dtype=np.uint8),
+        target_patch,
+        weight,
+        openings_mask(shaped, region),
+        local if len(shaped) >= MESH_POINTS else None,
+    )
     if source.painted is not None:
         painted = cv2.remap(
             source.painted, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
