@@ -32,6 +32,9 @@ def test_decoder_gives_raw_yuv_frames_one_per_source_frame() -> None:
     assert value_after(args, "-pix_fmt") == "yuv420p" and value_after(args, "-f") == "rawvideo" and args[-1] == "-"
     assert "-ss" not in decode_args("ffmpeg", Path("in.mp4"), 0.0, 1, "null")
     assert "-vf" not in decode_args("ffmpeg", Path("in.mp4"), 0.0, 1, "")  # frames leave the decoder as they are
+    assert "-thread_queue_size" not in args  # ffmpeg's own output queue unless asked
+    queued = decode_args("ffmpeg", Path("in.mp4"), 0.0, 1, "", output_queue=1)
+    assert value_after(queued, "-thread_queue_size") == "1" and queued.index("-thread_queue_size") > queued.index("-i")
 
 
 def test_decoder_filter_converts_only_what_must_be() -> None:

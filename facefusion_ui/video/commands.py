@@ -74,9 +74,12 @@ def seek_args(start_time: float) -> list[str]:
     return ["-ss", f"{start_time:.6f}"] if start_time > 0 else []
 
 
-def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video_filter: str) -> list[str]:
+def decode_args(
+    ffmpeg: str, source: Path, start_time: float, frames: int, video_filter: str, output_queue: int | None = None
+) -> list[str]:
     """Decode ``frames`` frames from ``start_time`` as raw YUV on stdout, upright (autorotate), one output
-    frame per input frame (no duplication or dropping, also for variable frame rate)."""
+    frame per input frame (no duplication or dropping, also for variable frame rate); ``output_queue``:
+    how many decoded frames ffmpeg may queue to its output (its own default when None)."""
     return [
         ffmpeg,
         *QUIET,
@@ -89,6 +92,7 @@ def decode_args(ffmpeg: str, source: Path, start_time: float, frames: int, video
         "-frames:v",
         str(frames),
         *(["-vf", video_filter] if video_filter else []),
+        *(["-thread_queue_size", str(output_queue)] if output_queue is not None else []),
         "-fps_mode",
         "passthrough",
         "-f",

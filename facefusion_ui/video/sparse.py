@@ -28,7 +28,7 @@ import numpy as np
 
 from facefusion_ui.errors import FfmpegError
 from facefusion_ui.frames import FrameImage
-from facefusion_ui.video.commands import QUIET, RAW_PIXELS, SWS, decode_args, seek_args
+from facefusion_ui.video.commands import decode_args
 from facefusion_ui.video.gops import Gop
 from facefusion_ui.video.probe import VideoInfo
 from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
@@ -93,29 +93,7 @@ def sparse_decode_args(
     ffmpeg decodes ahead as far as its queues let it (a rewind loses that): one probe queued to its output,
     not eight, halves it (about 150 frames ahead instead of 300 on a 720p camera clip)."""
     chain = ",".join(part for part in (select_filter(start, probes), video_filter) if part)
-    return [
-        ffmpeg,
-        *QUIET,
-        *SWS,
-        *seek_args(start_time),
-        "-i",
-        str(source),
-        "-map",
-        "0:v:0",
-        "-frames:v",
-        str(len(probes)),
-        "-vf",
-        chain,
-        "-thread_queue_size",
-        "1",  # the probes queued to the output: fewer decoded ahead, and lost when a face found rewinds
-        "-fps_mode",
-        "passthrough",
-        "-f",
-        "rawvideo",
-        "-pix_fmt",
-        RAW_PIXELS,
-        "-",
-    ]
+    return decode_args(ffmpeg, source, start_time, len(probes), chain, output_queue=1)
 
 
 @dataclass(frozen=True)
