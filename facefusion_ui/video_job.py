@@ -147,9 +147,11 @@ class VideoPlan:
         ffmpeg: str,
         resize: Resize | None = None,
         listing: str | None = None,
+        known: VideoQuality | None = None,
     ) -> VideoPlan:
         """The plan for the frames ``[first, last)``; ``resize``: the encoded size the processors make;
-        ``listing``: the source's packets as probing listed them (``probe.probe_video_listing``)."""
+        ``listing``: the source's packets as probing listed them (``probe.probe_video_listing``); ``known``:
+        a quality chosen for this source before (its source CRF is not read again)."""
         first, last = frames
         size = even_size(info.width, info.height)
         encoded = resize(*size) if resize is not None else size
@@ -165,17 +167,16 @@ class VideoPlan:
                 raise InputError(
                     f"cannot copy the untouched stretches of {info.path}: {changed} (--video-copy-unchanged on)"
                 )
+            copy, reason = None, changed
             chunks = plan_chunks(first, last, length)
-            resized = encoded if encoded != size else None
-            quality = quality_for(settings, info, ffmpeg, None)
-            settings = settings.with_items(output_video_quality=quality.quality)
-            return cls(info, first, last, budget, settings, length, chunks, resized, None, changed, made, quality)
-        copy, reason = copy_source_for(settings, info, output, ffmpeg, listing)
-        chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
-        quality = quality_for(settings, info, ffmpeg, copy)
+        else:
+            copy, reason = copy_source_for(settings, info, output, ffmpeg, listing)
+            chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
+        resized = encoded if encoded != size else None
+        quality = quality_for(settings, info, ffmpeg, copy, known)
         settings = settings.with_items(output_video_quality=quality.quality)
         reason_left = None if copy else reason
-        return cls(info, first, last, budget, settings, length, chunks, None, copy, reason_left, made, quality)
+        return cls(info, first, last, budget, settings, length, chunks, resized, copy, reason_left, made, quality)
 
     def resized(self, settings: Settings, resize: Resize, output: Path, ffmpeg: str) -> VideoPlan:
         """The plan for processors that may change the frame's size (``settings``: the job's): itself when
@@ -183,15 +184,19 @@ class VideoPlan:
         size = even_size(self.info.width, self.info.height)
         if resize(*size) == size:
             return self
-        return VideoPlan.of(settings, self.info, (self.first, self.last), output, ffmpeg, resize)
+        return VideoPlan.of(settings, self.info, (self.first, self.last), output, ffmpeg, resize, known=self.quality)
 
 
-def quality_for(settings: Settings, info: VideoInfo, ffmpeg: str, copy: CopySource | None) -> VideoQuality:
+def quality_for(
+    settings: Settings, info: VideoInfo, ffmpeg: str, copy: CopySource | None, known: VideoQuality | None = None
+) -> VideoQuality:
     """The quality the job encodes at (``video/quality.py``); the source's CRF is read from its stream
-    only when no quality is set and the encoder works by CRF (the copy path has read it already)."""
+    only when no quality is set, the encoder works by CRF and neither the copy path nor an earlier plan
+    (``known``) has read it already."""
     encoder = settings.output_video_encoder
-    source_crf = copy.params.source_crf if copy is not None else None
-    if copy is None and settings.output_video_quality is None and encoder in CRF_ENCODERS:
+    source_crf = copy.params.source_crf if copy is not None else known.source_crf if known is not None else None
+    unread = copy is None and known is None
+    if unread and settings.output_video_quality is None and encoder in CRF_ENCODERS:
         source_crf = read_source_crf(ffmpeg, Path(info.path))
     return choose_quality(settings.output_video_quality, encoder, source_crf)
 

@@ -143,3 +143,23 @@ def test_the_gops_re_encoded_between_copied_ones_get_the_chosen_crf(
     assert stats["encoding"]["crf"] == crf
     assert float(crf) in crfs_in(output)
     assert crfs_in(output) <= {float(crf), float(SOURCE_CRF)}  # the re-encoded GOPs' and the copied ones'
+
+
+def test_a_plan_for_processors_that_resize_reads_the_source_crf_no_more(
+    clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from facefusion_ui import video_job
+
+    reads: list[Path] = []
+    read = video_job.read_source_crf
+
+    def counted(ffmpeg: str, source: Path) -> float | None:
+        reads.append(source)
+        return read(ffmpeg, source)
+
+    monkeypatch.setattr(video_job, "read_source_crf", counted)
+    settings = Settings(video_copy_unchanged="off")
+    plan = video_job.VideoPlan.make(settings, clip, tmp_path / "out.mp4", resolve_ffmpeg().path)
+    doubled = plan.resized(settings, lambda width, height: (width * 2, height * 2), tmp_path / "out.mp4", "ffmpeg")
+    assert len(reads) == 1  # the first plan read it; the plan for the larger frames took it from there
+    assert doubled.quality == plan.quality and doubled.quality is not None and doubled.quality.chosen == "source"
