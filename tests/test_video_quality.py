@@ -26,6 +26,7 @@ from facefusion_ui.video.quality import (
     choose_quality,
     planned_quality,
     quality_of_crf,
+    read_source_crf,
 )
 from facefusion_ui.video.splice import SpliceParams
 from tests.support import media, videos
@@ -151,11 +152,10 @@ def test_a_plan_for_processors_that_resize_reads_the_source_crf_no_more(
     from facefusion_ui import video_job
 
     reads: list[Path] = []
-    read = video_job.read_source_crf
 
     def counted(ffmpeg: str, source: Path) -> float | None:
         reads.append(source)
-        return read(ffmpeg, source)
+        return read_source_crf(ffmpeg, source)
 
     monkeypatch.setattr(video_job, "read_source_crf", counted)
     settings = Settings(video_copy_unchanged="off")
