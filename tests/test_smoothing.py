@@ -14,6 +14,7 @@ from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face, box_iou
+from facefusion_ui.faces.frame_analysis import FrameAnalysis
 from facefusion_ui.faces.mesh_smoother import MeshSmoother
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import ScheduleState
@@ -217,31 +218,42 @@ def test_a_followed_face_keeps_its_track_until_a_cut_or_a_gap(analyser: FaceAnal
     assert smoother.followed_tracks(moved, 2, [face.bbox]) == [None]  # not the next frame
 
 
+def drifting_head(runtime: ModelRuntime, folder: Path) -> tuple[list[Frame], FramePipeline]:
+    """Grace Hopper's head drifting for 20 frames of 640x360, and a video pipeline swapping the astronaut
+    onto it with the default settings, started at frame 0."""
+    make = videos.moving_face(640, 360, 20)
+    source = folder / "astronaut.png"
+    cv2.imwrite(str(source), media.astronaut())
+    pipeline = FramePipeline.build(Settings(), runtime, [source])
+    pipeline.start_video(0)
+    return [make(index) for index in range(20)], pipeline
+
+
+def analysed_in_groups(pipeline: FramePipeline, frames: list[Frame]) -> list[FrameAnalysis]:
+    """Each of ``frames`` analysed as a video's, in the groups the pipeline's schedule asks for."""
+    results: list[FrameAnalysis] = []
+    while len(results) < len(frames):
+        start = len(results)
+        group = range(start, start + min(pipeline.group_size_from(start), len(frames) - start))
+        images = [BgrImage(frames[i]) for i in group]
+        results += pipeline.analyse_group(images, list(group), [i / FPS for i in group])
+    return results
+
+
 def test_a_face_followed_by_its_mesh_alone_stays_on_the_face(shared_runtime: ModelRuntime, tmp_path: Path) -> None:
     """Grace Hopper's head drifting for 20 frames through the video pipeline with the default schedule:
     between the probes her face is read from the frame before's mesh with no detection at all; once the
     filter has her speed (frame 10 on, as in the test above) its smoothed mesh stays within 3 % of the
     face's width of the mesh found round each frame's detected box, and her box holds her nose tip in its
     middle third all along."""
-    make = videos.moving_face(640, 360, 20)
-    frames = [make(index) for index in range(20)]
-    source = tmp_path / "astronaut.png"
-    cv2.imwrite(str(source), media.astronaut())
-    pipeline = FramePipeline.build(Settings(), shared_runtime, [source])
-    pipeline.start_video(0)
-    index, offsets, noses = 0, [], []
-    while index < len(frames):
-        size = min(pipeline.group_size_from(index), len(frames) - index)
-        group = range(index, index + size)
-        images = [BgrImage(frames[i]) for i in group]
-        analyses = pipeline.analyse_group(images, list(group), [i / FPS for i in group])
-        for i, analysis in zip(group, analyses, strict=True):
-            [face] = analysis.faces
-            detected = face_of(FaceAnalyser(shared_runtime), frames[i])
-            assert face.mesh is not None and detected.mesh is not None
-            offsets.append(np.linalg.norm(face.mesh.points[:468] - detected.mesh.points, axis=1).mean() / face.width)
-            noses.append((face.mesh.points[1] - face.bbox[:2]) / (face.bbox[2:] - face.bbox[:2]))
-        index += size
+    frames, pipeline = drifting_head(shared_runtime, tmp_path)
+    offsets, noses = [], []
+    for frame, analysis in zip(frames, analysed_in_groups(pipeline, frames), strict=True):
+        [face] = analysis.faces
+        detected = face_of(FaceAnalyser(shared_runtime), frame)
+        assert face.mesh is not None and detected.mesh is not None
+        offsets.append(np.linalg.norm(face.mesh.points[:468] - detected.mesh.points, axis=1).mean() / face.width)
+        noses.append((face.mesh.points[1] - face.bbox[:2]) / (face.bbox[2:] - face.bbox[:2]))
     assert max(offsets[10:]) < 0.03, offsets
     assert ((np.array(noses) > 1 / 3) & (np.array(noses) < 2 / 3)).all(), noses
     assert pipeline.schedule.stats.faces_followed_by_mesh == pipeline.schedule.stats.frames_tracked > 10
@@ -254,19 +266,8 @@ def test_a_probe_of_a_followed_face_reads_its_mesh_with_no_landmarker(
     crop round its box); every probe after it detects the face followed, which is made from the mesh read
     where the track's smoothed mesh puts it, with the detector's box and no 68-point landmarker, as the
     frames between the probes are. Its mesh is the one the smoother reads for it: it stays on the face."""
-    make = videos.moving_face(640, 360, 20)
-    frames = [make(index) for index in range(20)]
-    source = tmp_path / "astronaut.png"
-    cv2.imwrite(str(source), media.astronaut())
-    pipeline = FramePipeline.build(Settings(), shared_runtime, [source])
-    pipeline.start_video(0)
-    index, faces = 0, []
-    while index < len(frames):
-        size = min(pipeline.group_size_from(index), len(frames) - index)
-        group = range(index, index + size)
-        analyses = pipeline.analyse_group([BgrImage(frames[i]) for i in group], list(group), [i / FPS for i in group])
-        faces += [analysis.faces[0] for analysis in analyses]
-        index += size
+    frames, pipeline = drifting_head(shared_runtime, tmp_path)
+    faces = [analysis.faces[0] for analysis in analysed_in_groups(pipeline, frames)]
     stats = pipeline.schedule.stats
     probes = stats.frames_full - 1
     assert probes >= 2 and stats.faces_probed_by_mesh == probes

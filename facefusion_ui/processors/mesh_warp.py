@@ -749,11 +749,11 @@ def mesh_warp_swap(
     # reaching past the triangles drawn, and nothing where the source pixel read is not its face
     kernel = max(3, int(max(x2 - x1, y2 - y1) * 0.03)) | 1
     drawn = cv2.GaussianBlur(oval_mask(target.points, region, blur) * covered, (kernel, kernel), 0) * covered
-    lids = lid_band(target.points, opening_contours()[: len(IRISES)], region, frame[y1:y2, x1:x2], IRISES)
+    target_patch = frame[y1:y2, x1:x2]
+    lids = lid_band(target.points, opening_contours()[: len(IRISES)], region, target_patch, IRISES)
     weight = np.asarray(drawn * trust * (1.0 - lids), dtype=np.float32)
     if face_mask is not None:
         weight = np.minimum(weight, face_mask(region))
-    target_patch = frame[y1:y2, x1:x2]
     local = (shaped - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
     warped = transfer_colour(
         np.asarray(warped, dtype=np.uint8),
