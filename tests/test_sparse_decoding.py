@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import cv2
 import pytest
 
-from facefusion_ui.core import process
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.video import stream
 from facefusion_ui.video.commands import decode_args
 from facefusion_ui.video.gops import Gop
@@ -23,7 +20,7 @@ from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.sparse import SparsePlan, probe_frames, select_filter, sparse_decode_args, whole_run_end
 from facefusion_ui.video.yuv import frame_bytes
 from tests.support import media, videos
-from tests.test_copy_unchanged import ENCODERS, ffmpeg, frame_md5s, settings
+from tests.test_copy_unchanged import ENCODERS, ffmpeg, frame_md5s, run
 
 GOP = 25
 FRAMES = 300  # 12 s at 25 fps, GOPs of 1 s
@@ -93,11 +90,6 @@ def face(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sparse-face") / "astronaut.png"
     cv2.imwrite(str(path), media.astronaut())
     return path
-
-
-def run(face: Path, clip: Path, output: Path, runtime: ModelRuntime, **values: Any) -> dict[str, Any]:
-    job = SwapJob.of(settings(**values), [face], clip, output)
-    return dict(process(job, RunContext(runtime=runtime, work_dir=output.parent / f"work-{output.stem}")).stats)
 
 
 def test_a_face_free_clip_is_copied_having_read_a_fraction_of_it(
