@@ -33,7 +33,7 @@ from facefusion_ui.processors.mesh_warp import (
     transfer_colour,
     wide_blur,
 )
-from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index
+from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 
@@ -297,3 +297,18 @@ def test_the_mirror_pairs_map_the_mesh_onto_itself_across_its_midline() -> None:
     assert {int(mirror[point]) for point in left_eye} == right_eye
     assert {int(mirror[point]) for point in FACE_OVAL} == set(FACE_OVAL)
     assert all(int(mirror[point]) != point for point in left_eye)
+
+
+def test_summed_at_gives_np_add_at_s_sums_bit_for_bit() -> None:
+    """Values (float64, as the side light's bilinear shares are) summed into float32 rows, many landing on
+    the same rows in any order: the same float32 sums as ``np.add.at``, which adds them one by one."""
+    rng = np.random.default_rng(7)
+    index = rng.integers(0, 40, 500)
+    values = rng.normal(0.0, 1.0, (500, 3)) * 10.0 ** rng.integers(-6, 4, (500, 1))
+    expected = np.zeros((50, 3), dtype=np.float32)
+    np.add.at(expected, index, values)
+    summed = summed_at(index, values, 50)
+    assert summed.dtype == np.float32
+    assert np.array_equal(summed, expected)
+    assert not summed[40:].any()
+    assert not summed_at(np.zeros(0, dtype=int), np.zeros((0, 3)), 4).any()

@@ -67,10 +67,9 @@ def iris_shows(image: Frame, contour: Points, centre: Points, radius: float) -> 
     if x2 - x1 < 2 or y2 - y1 < 2:
         return True
     crop = cv2.resize(image[y1:y2, x1:x2], None, fx=UPSCALE, fy=UPSCALE, interpolation=cv2.INTER_LINEAR)
-    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB).astype(np.float32)
-    lightness, colour = lab[..., 0], np.hypot(lab[..., 1] - 128.0, lab[..., 2] - 128.0)
+    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB)
     offset = np.array([x1, y1], dtype=np.float32)
-    eye, disc, near = (np.zeros(lightness.shape, dtype=np.uint8) for _ in range(3))
+    eye, disc, near = (np.zeros(lab.shape[:2], dtype=np.uint8) for _ in range(3))
     cv2.fillPoly(eye, [np.round((contour - offset) * UPSCALE).astype(np.int32)], 1)
     at = tuple(int(v) for v in np.round((centre - offset) * UPSCALE))
     cv2.circle(disc, at, max(1, round(radius * UPSCALE)), 1, -1)
@@ -78,11 +77,20 @@ def iris_shows(image: Frame, contour: Points, centre: Points, radius: float) -> 
     iris, skin, white = (eye & disc) > 0, (near & (1 - eye)) > 0, (eye & (1 - disc)) > 0
     if np.count_nonzero(iris) < 4 or np.count_nonzero(skin) < 4 or np.count_nonzero(white) < 4:
         return True
-    if float(np.percentile(lightness[iris], 10)) < IRIS_DARK * float(np.median(lightness[skin])):
+    # read only where each test looks (as float32, as a whole-crop conversion gave them): the same figures
+    lightness = lab[..., 0]
+    skin_lightness = float(np.median(lightness[skin].astype(np.float32)))
+    if float(np.percentile(lightness[iris].astype(np.float32), 10)) < IRIS_DARK * skin_lightness:
         return True
-    brighter = float(np.percentile(lightness[eye > 0], 90)) / max(float(np.median(lightness[skin])), 1.0)
-    coloured = float(np.median(colour[white])) / max(float(np.median(colour[skin])), 1.0)
+    brighter = float(np.percentile(lightness[eye > 0].astype(np.float32), 90)) / max(skin_lightness, 1.0)
+    coloured = float(np.median(chroma(lab[white]))) / max(float(np.median(chroma(lab[skin]))), 1.0)
     return brighter - coloured > WHITE_SHOWS
+
+
+def chroma(lab: np.ndarray) -> np.ndarray:
+    """The Lab chroma (float32) of ``lab`` pixels (n, 3; uint8, a* and b* offset by 128)."""
+    colour = lab[:, 1:].astype(np.float32) - 128.0
+    return np.asarray(np.hypot(colour[:, 0], colour[:, 1]), dtype=np.float32)
 
 
 def narrow(points: Points, contour: np.ndarray, iris: tuple[int, ...] | None, image: Frame | None) -> bool:
