@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import cv2
@@ -12,13 +14,15 @@ from facefusion_ui.core import process
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.source import load_sources
+from facefusion_ui.faces.source import SourceIdentity, load_sources
 from facefusion_ui.inference import SessionPool
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.models import load_manifest
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.inswapper import read_emap, source_latent
 from facefusion_ui.processors.latent_swapper import LatentSwapper
+from facefusion_ui.processors.mesh_warp import WarpSource
+from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 from tests.support.onnx_models import swapper_colour_matrix, swapper_emap
@@ -211,3 +215,42 @@ def test_enhancer_with_generated_gfpgan(onnx_models: Path, astronaut_path: Path,
     assert np.array_equal(enhanced[~zone], swapped[~zone])
     x1, y1, x2, y2 = face.bbox.astype(int)
     assert np.abs(enhanced[y1:y2, x1:x2].astype(int) - swapped[y1:y2, x1:x2].astype(int)).mean() > 2
+
+
+class CountedSwapper(MeshWarpSwapper):
+    """The embedded swapper, its source preparation counted and held until ``go`` is set."""
+
+    def __init__(self, settings: Settings, runtime: ModelRuntime) -> None:
+        super().__init__(settings, runtime)
+        self.calls = 0
+        self.inside = threading.Event()
+        self.go = threading.Event()
+        self.asked = threading.Event()
+
+    def prepare(self, sources: SourceIdentity) -> WarpSource:
+        if threading.current_thread() is not threading.main_thread():
+            self.asked.set()
+        return super().prepare(sources)
+
+    def prepare_source(self, sources: SourceIdentity) -> WarpSource:
+        self.calls += 1
+        self.inside.set()
+        assert self.go.wait(30)
+        return super().prepare_source(sources)
+
+
+def test_workers_asking_at_once_prepare_the_source_once(shared_runtime: ModelRuntime, astronaut_path: Path) -> None:
+    """At a video's start every frame worker asks for the source at once: one prepares it, the others take
+    its result (they used to prepare it again beside it, on the cores the first frames wait for)."""
+    swapper = CountedSwapper(SETTINGS, shared_runtime)
+    sources = load_sources([astronaut_path], FaceAnalyser(shared_runtime), SETTINGS)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(swapper.prepare, sources)
+        assert swapper.inside.wait(30)
+        swapper.asked.clear()
+        second = pool.submit(swapper.prepare, sources)
+        assert swapper.asked.wait(30)
+        swapper.go.set()
+        assert first.result() is second.result()
+    assert swapper.calls == 1
+    assert swapper.prepare(sources) is first.result()

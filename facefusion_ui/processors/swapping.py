@@ -7,6 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Generic, TypeVar
 
 from facefusion_ui.faces.face import Face
@@ -33,6 +34,9 @@ class Swapper(ABC, MaskedProcessor, Generic[Prepared]):
         self.runtime = runtime
         self.model = settings.face_swapper_model
         self._prepared: OrderedDict[str, Prepared] = OrderedDict()
+        self._preparing: dict[str, Future[Prepared]] = {}
+        """Sources being prepared now (by the first frame worker that asked): the others wait for it, not
+        prepare them again beside it (at a video's start every worker asks at once). Gone when done."""
         self._lock = threading.Lock()
         self.faces_swapped = 0
         self.swapped_by_source: Counter[str] = Counter()
@@ -73,17 +77,32 @@ class Swapper(ABC, MaskedProcessor, Generic[Prepared]):
             return {"faces_swapped": self.faces_swapped, **by_source}
 
     def prepare(self, sources: SourceIdentity) -> Prepared:
-        """``prepare_source`` once per set of source photos (the last few kept)."""
+        """``prepare_source`` once per set of source photos (the last few kept): a caller that asks while
+        another prepares them waits for that one's result (or its error)."""
         with self._lock:
             prepared = self._prepared.get(sources.key)
             if prepared is not None:
                 self._prepared.move_to_end(sources.key)
                 return prepared
-        prepared = self.prepare_source(sources)
+            pending = self._preparing.get(sources.key)
+            if pending is None:
+                preparing: Future[Prepared] = Future()
+                self._preparing[sources.key] = preparing
+        if pending is not None:
+            return pending.result()
+        try:
+            prepared = self.prepare_source(sources)
+        except BaseException as error:
+            with self._lock:
+                del self._preparing[sources.key]
+            preparing.set_exception(error)
+            raise
         with self._lock:
+            del self._preparing[sources.key]
             self._prepared[sources.key] = prepared
             while len(self._prepared) > PREPARED_SOURCES_LIMIT:
                 self._prepared.popitem(last=False)
+        preparing.set_result(prepared)
         return prepared
 
     def changes_frame(self, faces: Sequence[Face]) -> bool:
