@@ -14,10 +14,12 @@ import pytest
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
 from facefusion_ui.state_manager import Settings
+from facefusion_ui.types import Frame
 from tests.support import media
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +85,16 @@ def test_mediapipe_is_imported_without_matplotlib() -> None:
     assert done.returncode == 0, done.stderr
 
 
+class CountedAnalyser(FaceAnalyser):
+    """The face analyser, its full-frame searches counted."""
+
+    searches = 0
+
+    def detect(self, frame: Frame, settings: Settings) -> list[Detection]:
+        self.searches += 1
+        return super().detect(frame, settings)
+
+
 def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
     """A video's source photos: checked for a face at once, analysed in full (the landmarks' model loaded)
     only when a face shows in the video; the same faces and key as read at once; a photo without a face
@@ -92,7 +104,8 @@ def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
     cv2.imwrite(str(blank), np.full((300, 300, 3), 128, np.uint8))
     settings = Settings()
     runtime = ModelRuntime.create(settings)
-    loading = load_sources_in_background([face], FaceAnalyser(runtime), settings)
+    analyser = CountedAnalyser(runtime)
+    loading = load_sources_in_background([face], analyser, settings)
     loading.check()
     loading.settle()
     assert "dlib_68" not in runtime.embedded.loaded()  # checked with the detector alone
@@ -103,6 +116,7 @@ def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
     assert loading.key == at_once.key
     assert np.array_equal(loading.faces[0].face.bbox, at_once.faces[0].face.bbox)
     assert np.array_equal(loading.best_frontal().face.kps, at_once.best_frontal().face.kps)
+    assert analyser.searches == 1, "the analysis completes the faces the check found, not searches again"
     bad = load_sources_in_background([blank], FaceAnalyser(runtime), settings)
     bad.settle()
     for asked in (bad.check, bad.raise_if_failed, lambda: bad.faces):

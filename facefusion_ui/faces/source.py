@@ -15,6 +15,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame
@@ -68,7 +69,8 @@ class LoadingIdentity(SourceIdentity):
 
     _read: tuple[list[Path], FaceAnalyser, Settings]
     _lock: threading.Lock
-    _checked: Future[None]
+    _checked: Future[dict[Path, list[Detection]]]
+    """Each photo's faces as the check found them: the analysis completes them, not detects them again."""
     _analysed: Future[SourceIdentity] | None
 
     def __init__(self, paths: list[Path], key: str, analyser: FaceAnalyser, settings: Settings) -> None:
@@ -76,7 +78,7 @@ class LoadingIdentity(SourceIdentity):
         object.__setattr__(self, "_read", (paths, analyser, settings))
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_analysed", None)
-        checked: Future[None] = Future()
+        checked: Future[dict[Path, list[Detection]]] = Future()
         object.__setattr__(self, "_checked", checked)
         threading.Thread(target=self._run, args=(checked, self._check), name="source-photos", daemon=True).start()
 
@@ -87,11 +89,14 @@ class LoadingIdentity(SourceIdentity):
         except BaseException as error:  # handed to whoever asks
             future.set_exception(error)
 
-    def _check(self) -> None:
+    def _check(self) -> dict[Path, list[Detection]]:
         paths, analyser, settings = self._read
+        found = {}
         for path in paths:
-            if not analyser.detect(read_image(path, "source"), settings):
+            found[path] = analyser.detect(read_image(path, "source"), settings)
+            if not found[path]:
                 raise no_face_error(path)
+        return found
 
     def _analysis(self) -> Future[SourceIdentity]:
         """The whole analysis, started on a thread of its own the first time it is asked for."""
@@ -100,7 +105,7 @@ class LoadingIdentity(SourceIdentity):
             if analysed is None:
                 analysed = Future()
                 object.__setattr__(self, "_analysed", analysed)
-                work = functools.partial(load_sources, *self._read)
+                work = functools.partial(load_sources, *self._read, self._checked.result())
                 threading.Thread(target=self._run, args=(analysed, work), name="source-faces", daemon=True).start()
             return analysed
 
@@ -172,15 +177,19 @@ def no_face_error(path: Path) -> InputError:
     )
 
 
-def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:
-    """The largest face of a source photo, analysed once per content (the runtime's source cache)."""
+def load_source(
+    path: Path, analyser: FaceAnalyser, settings: Settings, detections: list[Detection] | None = None
+) -> SourceFace:
+    """The largest face of a source photo, analysed once per content (the runtime's source cache);
+    ``detections``: its faces already detected with ``settings`` (``LoadingIdentity``'s check), completed
+    instead of searched for again."""
     if not path.is_file():
         raise InputError(f"source {path} does not exist: check the path", paths=(path,))
     content_hash = file_hash(path)
 
     def analyse() -> SourceFace:
         image = read_image(path, "source")
-        faces = analyser.analyse(image, settings)
+        faces = analyser.analyse(image, settings, detections=detections)
         if not faces:
             raise no_face_error(path)
         return SourceFace(str(path), image, faces[0], content_hash)
@@ -193,10 +202,17 @@ def identity_key(content_hashes: list[str]) -> str:
     return hashlib.sha256("".join(sorted(content_hashes)).encode()).hexdigest()
 
 
-def load_sources(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:
+def load_sources(
+    paths: list[Path],
+    analyser: FaceAnalyser,
+    settings: Settings,
+    detected: dict[Path, list[Detection]] | None = None,
+) -> SourceIdentity:
+    """``detected``: the photos' faces already found (``load_source``'s ``detections``)."""
     if not paths:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
-    faces = tuple(load_source(path, analyser, settings) for path in paths)
+    found = detected or {}
+    faces = tuple(load_source(path, analyser, settings, found.get(path)) for path in paths)
     return SourceIdentity(faces, identity_key([face.content_hash for face in faces]))
 
 
