@@ -125,6 +125,9 @@ def test_nothing_outside_the_source_face_reaches_the_target(
         first = mesh_warp_swap(target, mesh, plain, SETTINGS.face_mask_blur)
         second = mesh_warp_swap(target, mesh, green, SETTINGS.face_mask_blur)
         assert first.mask.max() > 0.9, "the face was not swapped"
+        x1, y1, x2, y2 = first.region
+        assert first.mask.shape == target.shape[:2] and np.array_equal(first.mask[y1:y2, x1:x2], first.weight)
+        assert np.count_nonzero(first.mask) == np.count_nonzero(first.weight), "0 outside its region"
         assert np.all(first.frame[first.mask == 0] == target[first.mask == 0]), "a pixel outside the blend changed"
         difference = np.abs(first.frame.astype(int) - second.frame.astype(int))
         assert difference.max() <= 2, f"{int((difference > 2).sum())} pixels took colour from outside the source face"

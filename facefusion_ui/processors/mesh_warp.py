@@ -202,8 +202,18 @@ foreshortened one (a smear) and the mesh itself loses the far side."""
 @dataclass(frozen=True)
 class WarpResult:
     frame: Frame
-    mask: Mask
-    """The blend weight used, over the whole frame (0 outside the face)."""
+    weight: Mask
+    """The blend weight used, over ``region`` (x1, y1, x2, y2)."""
+    region: tuple[int, int, int, int]
+
+    @property
+    def mask(self) -> Mask:
+        """The blend weight over the whole frame (0 outside the face), made when asked: a video's frames
+        never ask (a frame-sized buffer filled per face was a tenth of a millisecond)."""
+        x1, y1, x2, y2 = self.region
+        mask = np.zeros(self.frame.shape[:2], dtype=np.float32)
+        mask[y1:y2, x1:x2] = self.weight
+        return mask
 
 
 def turned_too_far(mesh: FaceMesh) -> bool:
@@ -735,9 +745,8 @@ def mesh_warp_swap(
     the paste-back masks over the blended rectangle (``masks.stage``); the blend keeps the smaller."""
     region = region_of(target.points, frame.shape)
     x1, y1, x2, y2 = region
-    full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
     if x2 - x1 < 8 or y2 - y1 < 8:
-        return WarpResult(frame, full_mask)
+        return WarpResult(frame, np.zeros((0, 0), dtype=np.float32), (0, 0, 0, 0))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
     source_points = with_iris_discs(source.mesh.points)
@@ -769,5 +778,4 @@ def mesh_warp_swap(
         warped = with_target_detail(warped, target_patch, np.asarray(painted, dtype=np.float32), float(x2 - x1))
     result = frame.copy()
     result[y1:y2, x1:x2] = seam_blend.multiband_blend(target_patch, warped, weight)
-    full_mask[y1:y2, x1:x2] = weight
-    return WarpResult(result, full_mask)
+    return WarpResult(result, weight, region)
