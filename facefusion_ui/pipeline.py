@@ -175,7 +175,8 @@ class FramePipeline:
             return cls(settings, runtime, processors, people.first_source(), FaceAnalyser(runtime), options, people)
         if source_paths or source_face_needed(settings, registry):
             load = load_sources_in_background if background else load_sources
-            sources = load(list(source_paths), FaceAnalyser(runtime), settings)
+            mesh_only = meshes_the_source(settings, processors, len(source_paths))
+            sources = load(list(source_paths), FaceAnalyser(runtime), settings, mesh_only=mesh_only)
         else:
             sources = NO_SOURCE
         return cls(settings, runtime, processors, sources, FaceAnalyser(runtime), options)
@@ -345,7 +346,17 @@ class FramePipeline:
         if detections and self.meshes is not None:
             detections, probed = self.probe_meshes(frame, index, detections, known)
             known = [*known, *probed]
-        faces = self.analyser.analyse(frame, self.settings, embeddings=False, detections=detections, known=known)
+        # faces the mesh smoother will read a mesh for anyway get it here, instead of 68 landmarks nothing reads
+        meshed = self.meshes is not None and not self.reads_68
+        faces = self.analyser.analyse(
+            frame,
+            self.settings,
+            embeddings=False,
+            mesh=meshed,
+            detections=detections,
+            known=known,
+            landmarks=not meshed,
+        )
         if faces:
             self.sources.prefetch()  # a video's source photos, read in the background: their faces now
         track_ids: tuple[int | None, ...] = ()
@@ -599,6 +610,23 @@ def smooths_meshes(processors: Sequence[Processor]) -> bool:
     """Whether a video's face meshes are smoothed over time: a processor draws with them."""
     return any(
         isinstance(processor, MeshDrawingProcessor) and processor.needs_smoothed_mesh for processor in processors
+    )
+
+
+def meshes_the_source(settings: Settings, processors: Sequence[Processor], photos: int) -> bool:
+    """Whether the source photo's face is read with its mesh alone (``load_source``'s ``mesh_only``: no 68
+    landmarks, no embedding, which nothing reads; dlib's 68-point and recognizer models stay unloaded,
+    half a second of CPU at a job's start): one photo (with several, the most frontal is chosen by the
+    poses the 68 landmarks give), put in by a processor that draws with meshes (the embedded swapper
+    reads the photo's mesh anyway) and reads no 68 landmarks, no filter classifying it and no reference
+    taken from it."""
+    reference = settings.face_selector_mode == "reference" and settings.reference_face_from == "source"
+    return (
+        photos == 1
+        and smooths_meshes(processors)
+        and not reads_68_landmarks(processors)
+        and not classifies_source(settings)
+        and not reference
     )
 
 

@@ -18,6 +18,8 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.pipeline import meshes_the_source
+from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from tests.support import media
@@ -142,3 +144,50 @@ def test_the_proposer_is_imported_beside_the_planning_only_when_probes_use_it() 
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_faces_read_by_their_meshes_need_no_68_point_model(tmp_path: Path) -> None:
+    """When nothing reads the 68 landmarks and the faces' meshes are wanted (a video for the embedded
+    swapper), a detected face gets its mesh (the same one found later otherwise) and its 5 points from
+    it, with no 68-point landmarks: dlib's model (0.4 s of CPU to load) is never loaded. The source photo
+    read for it (``mesh_only``) likewise, with no embedding. A box the mesh is not found in still gets
+    the 68 landmarks, as before."""
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    analyser = FaceAnalyser(runtime)
+    frame = media.astronaut()
+    [face] = analyser.analyse(frame, settings, embeddings=False, mesh=True, landmarks=False)
+    assert face.landmarks_68 is None and face.mesh is not None
+    found = analyser.mesh(frame, Detection(face.bbox, face.score))
+    assert found is not None and np.array_equal(face.mesh.points, found.points)
+    photo = tmp_path / "source.jpg"
+    cv2.imwrite(str(photo), media.grace_hopper())
+    [source] = load_sources([photo], analyser, settings, mesh_only=True).faces
+    assert source.face.mesh is not None and source.face.landmarks_68 is None and source.face.embedding is None
+    assert not {"dlib_68", "dlib_5", "dlib_resnet"} & set(runtime.embedded.loaded())
+    blank = np.full((300, 300, 3), 128, np.uint8)
+    [kept] = analyser.analyse(
+        blank,
+        settings,
+        embeddings=False,
+        mesh=True,
+        landmarks=False,
+        detections=[Detection(np.array([50, 50, 250, 250], np.float32), 0.9)],
+    )
+    assert kept.mesh is None and kept.landmarks_68 is not None, "no mesh: the 68 landmarks give its points"
+    [full] = analyser.analyse(frame, settings, embeddings=False, mesh=True)
+    assert full.landmarks_68 is not None and np.array_equal(full.mesh.points, face.mesh.points)  # type: ignore[union-attr]
+
+
+def test_the_source_is_read_by_its_mesh_alone_only_where_nothing_else_is_read() -> None:
+    """One photo for the embedded swapper: its mesh alone. Several photos (the most frontal is chosen by
+    the 68 landmarks' poses), a reference taken from the source (its embedding) or a filter classifying
+    it: read in full, as before."""
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    registry = ProcessorRegistry.discover()
+    processors = [registry.create(name, settings, runtime) for name in settings.processors]
+    assert meshes_the_source(settings, processors, 1)
+    assert not meshes_the_source(settings, processors, 2)
+    reference = settings.with_items(face_selector_mode="reference", reference_face_from="source")
+    assert not meshes_the_source(reference, processors, 1)

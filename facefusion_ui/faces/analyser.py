@@ -171,17 +171,18 @@ class FaceAnalyser:
         detections: list[Detection] | None = None,
         known: Sequence[Face] = (),
         counted: bool = True,
+        landmarks: bool = True,
     ) -> list[Face]:
         """Every face in ``frame``, largest first, with landmarks and (optionally) embedding and mesh.
         ``detections``: boxes already found (a probe, or a search around followed faces); ``known``:
         faces already complete (followed by their meshes, ``face_of_mesh``), taken as they are;
         ``counted``: whether the run's counters take them (not for a second look at a frame, e.g. the
-        reference frame's)."""
+        reference frame's); ``landmarks``: False when nothing reads the 68 landmarks (see ``complete``)."""
         if frame is None or frame.ndim != 3 or frame.shape[2] != 3:
             raise UsageError("a frame must be a colour image (height x width x 3)")
         if detections is None:
             detections = self.detect(frame, settings)
-        completed = [self.complete(frame, detection, settings, mesh) for detection in detections]
+        completed = [self.complete(frame, detection, settings, mesh, landmarks) for detection in detections]
         faces = [*known, *(face for face in completed if face is not None)]
         if embeddings and faces:
             rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])  # the dlib recognizer reads colours
@@ -190,20 +191,34 @@ class FaceAnalyser:
             self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
         return sorted(faces, key=lambda face: -face.area)
 
-    def complete(self, frame: Frame, detection: Detection, settings: Settings, want_mesh: bool) -> Face | None:
+    def complete(
+        self, frame: Frame, detection: Detection, settings: Settings, want_mesh: bool, landmarks: bool = True
+    ) -> Face | None:
+        """The face of ``detection``: its landmarks, 5 points and pose (and its mesh when ``want_mesh``).
+        Without ``landmarks`` (nothing reads the 68 landmarks) and with the mesh wanted, the mesh is found
+        first and the 68-point landmarker runs only where it is not found and the detector gave no 5
+        points; the 5 points come from the mesh then, as for a face followed by its mesh
+        (``face_of_mesh``): a video's faces need no 68-point model (dlib's takes 0.4 s of CPU to load)."""
         landmarks_68 = None
         mesh_points = None
         kps = detection.kps
         landmarker = settings.face_landmarker_model
         landmarks_score = None
-        if landmarker in LANDMARKERS_68:
+        mesh_tried = want_mesh and not landmarks and landmarker in LANDMARKERS_68
+        if mesh_tried:
+            mesh_points = self.mesh(frame, detection)
+            if kps is None and mesh_points is not None:
+                kps = kps_from_mesh(mesh_points.points)
+        if landmarker in LANDMARKERS_68 and kps is None:
             landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
-            kps = kps if kps is not None else kps_from_68(landmarks_68)
+            kps = kps_from_68(landmarks_68)
+        elif landmarker in LANDMARKERS_68 and not mesh_tried:
+            landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:
                 points = dlib_landmarks(frame, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_dlib_5(points)
-        if landmarker == "mediapipe_face_mesh" or want_mesh:
+        if (landmarker == "mediapipe_face_mesh" or want_mesh) and not mesh_tried:
             mesh_points = self.mesh(frame, detection)
             if kps is None and mesh_points is not None:
                 kps = kps_from_mesh(mesh_points.points)

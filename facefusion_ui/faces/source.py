@@ -67,15 +67,18 @@ class LoadingIdentity(SourceIdentity):
     recognizer, mesh: models a video without faces never loads) once ``prefetch`` says a face was found
     in the target, on that thread, or when ``faces`` is first asked for."""
 
-    _read: tuple[list[Path], FaceAnalyser, Settings]
+    _read: tuple[list[Path], FaceAnalyser, Settings, bool]
+    """The photos, the analyser, the settings and ``load_source``'s ``mesh_only``."""
     _lock: threading.Lock
     _checked: Future[dict[Path, list[Detection]]]
     """Each photo's faces as the check found them: the analysis completes them, not detects them again."""
     _analysed: Future[SourceIdentity] | None
 
-    def __init__(self, paths: list[Path], key: str, analyser: FaceAnalyser, settings: Settings) -> None:
+    def __init__(
+        self, paths: list[Path], key: str, analyser: FaceAnalyser, settings: Settings, mesh_only: bool = False
+    ) -> None:
         object.__setattr__(self, "key", key)
-        object.__setattr__(self, "_read", (paths, analyser, settings))
+        object.__setattr__(self, "_read", (paths, analyser, settings, mesh_only))
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_analysed", None)
         checked: Future[dict[Path, list[Detection]]] = Future()
@@ -90,7 +93,7 @@ class LoadingIdentity(SourceIdentity):
             future.set_exception(error)
 
     def _check(self) -> dict[Path, list[Detection]]:
-        paths, analyser, settings = self._read
+        paths, analyser, settings, _ = self._read
         found = {}
         for path in paths:
             found[path] = analyser.detect(read_image(path, "source"), settings)
@@ -105,7 +108,8 @@ class LoadingIdentity(SourceIdentity):
             if analysed is None:
                 analysed = Future()
                 object.__setattr__(self, "_analysed", analysed)
-                work = functools.partial(load_sources, *self._read, self._checked.result())
+                paths, analyser, settings, mesh_only = self._read
+                work = functools.partial(load_sources, paths, analyser, settings, self._checked.result(), mesh_only)
                 threading.Thread(target=self._run, args=(analysed, work), name="source-faces", daemon=True).start()
             return analysed
 
@@ -158,9 +162,10 @@ def read_image(path: Path, role: str) -> Frame:
     return np.asarray(image, dtype=np.uint8)
 
 
-def analysis_key(content_hash: str, settings: Settings) -> tuple[Any, ...]:
+def analysis_key(content_hash: str, settings: Settings, mesh_only: bool = False) -> tuple[Any, ...]:
     return (
         content_hash,
+        mesh_only,
         settings.face_detector_model,
         settings.face_detector_size,
         settings.face_detector_score,
@@ -178,23 +183,30 @@ def no_face_error(path: Path) -> InputError:
 
 
 def load_source(
-    path: Path, analyser: FaceAnalyser, settings: Settings, detections: list[Detection] | None = None
+    path: Path,
+    analyser: FaceAnalyser,
+    settings: Settings,
+    detections: list[Detection] | None = None,
+    mesh_only: bool = False,
 ) -> SourceFace:
     """The largest face of a source photo, analysed once per content (the runtime's source cache);
     ``detections``: its faces already detected with ``settings`` (``LoadingIdentity``'s check), completed
-    instead of searched for again."""
+    instead of searched for again. ``mesh_only``: the face with its mesh and no 68 landmarks or embedding
+    (``FaceAnalyser.complete``), all the embedded swapper reads of it."""
     if not path.is_file():
         raise InputError(f"source {path} does not exist: check the path", paths=(path,))
     content_hash = file_hash(path)
 
     def analyse() -> SourceFace:
         image = read_image(path, "source")
-        faces = analyser.analyse(image, settings, detections=detections)
+        faces = analyser.analyse(
+            image, settings, embeddings=not mesh_only, mesh=mesh_only, detections=detections, landmarks=not mesh_only
+        )
         if not faces:
             raise no_face_error(path)
         return SourceFace(str(path), image, faces[0], content_hash)
 
-    return analyser.runtime.sources.get_or_create(analysis_key(content_hash, settings), analyse)  # type: ignore[no-any-return]
+    return analyser.runtime.sources.get_or_create(analysis_key(content_hash, settings, mesh_only), analyse)  # type: ignore[no-any-return]
 
 
 def identity_key(content_hashes: list[str]) -> str:
@@ -207,16 +219,20 @@ def load_sources(
     analyser: FaceAnalyser,
     settings: Settings,
     detected: dict[Path, list[Detection]] | None = None,
+    mesh_only: bool = False,
 ) -> SourceIdentity:
-    """``detected``: the photos' faces already found (``load_source``'s ``detections``)."""
+    """``detected``: the photos' faces already found (``load_source``'s ``detections``); ``mesh_only``:
+    ``load_source``'s."""
     if not paths:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
     found = detected or {}
-    faces = tuple(load_source(path, analyser, settings, found.get(path)) for path in paths)
+    faces = tuple(load_source(path, analyser, settings, found.get(path), mesh_only) for path in paths)
     return SourceIdentity(faces, identity_key([face.content_hash for face in faces]))
 
 
-def load_sources_in_background(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:
+def load_sources_in_background(
+    paths: list[Path], analyser: FaceAnalyser, settings: Settings, mesh_only: bool = False
+) -> SourceIdentity:
     """``load_sources`` for a video (``LoadingIdentity``): its frames are decoded and probed while the
     photos are checked for a face, and their faces analysed only once one is found in the video. The
     photos' key at once (a missing photo: the InputError at once too)."""
@@ -225,4 +241,5 @@ def load_sources_in_background(paths: list[Path], analyser: FaceAnalyser, settin
     for path in paths:
         if not path.is_file():
             raise InputError(f"source {path} does not exist: check the path", paths=(path,))
-    return LoadingIdentity(paths, identity_key([file_hash(path) for path in paths]), analyser, settings)
+    key = identity_key([file_hash(path) for path in paths])
+    return LoadingIdentity(paths, key, analyser, settings, mesh_only)
