@@ -346,8 +346,15 @@ class FramePipeline:
         if detections and self.meshes is not None:
             detections, probed = self.probe_meshes(frame, index, detections, known)
             known = [*known, *probed]
-        # faces the mesh smoother will read a mesh for anyway get it here, instead of 68 landmarks nothing reads
-        meshed = self.meshes is not None and not self.reads_68
+        # every face is selected ("many", nothing classified or recognised from its 5 points): the mesh the
+        # smoother reads for each anyway is found here, instead of 68 landmarks nothing reads
+        meshed = (
+            self.meshes is not None
+            and not self.reads_68
+            and self.settings.face_selector_mode == "many"
+            and not self.classifies
+            and not self.needs_embeddings
+        )
         faces = self.analyser.analyse(
             frame,
             self.settings,
