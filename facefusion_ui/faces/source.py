@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +15,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame
@@ -29,6 +30,14 @@ class SourceFace:
     image: Frame
     face: Face
     content_hash: str
+
+
+@dataclass(frozen=True)
+class CheckedPhoto:
+    """A source photo as read, and the faces the detector found in it (a video's photos are checked first)."""
+
+    image: Frame
+    detections: tuple[Detection, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,11 +73,12 @@ class LoadingIdentity(SourceIdentity):
     once, each photo's faces are detected (a photo without one is the same InputError as ``load_sources``
     gives, raised by ``check``, ``raise_if_failed`` and ``faces``); the whole analysis (landmarks,
     recognizer, mesh: models a video without faces never loads) once ``prefetch`` says a face was found
-    in the target, on that thread, or when ``faces`` is first asked for."""
+    in the target, on that thread, or when ``faces`` is first asked for. The analysis starts from the
+    photos and faces the check found (the detector is not run on them twice)."""
 
     _read: tuple[list[Path], FaceAnalyser, Settings]
     _lock: threading.Lock
-    _checked: Future[None]
+    _checked: Future[list[CheckedPhoto]]
     _analysed: Future[SourceIdentity] | None
 
     def __init__(self, paths: list[Path], key: str, analyser: FaceAnalyser, settings: Settings) -> None:
@@ -76,7 +86,7 @@ class LoadingIdentity(SourceIdentity):
         object.__setattr__(self, "_read", (paths, analyser, settings))
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_analysed", None)
-        checked: Future[None] = Future()
+        checked: Future[list[CheckedPhoto]] = Future()
         object.__setattr__(self, "_checked", checked)
         threading.Thread(target=self._run, args=(checked, self._check), name="source-photos", daemon=True).start()
 
@@ -87,11 +97,20 @@ class LoadingIdentity(SourceIdentity):
         except BaseException as error:  # handed to whoever asks
             future.set_exception(error)
 
-    def _check(self) -> None:
+    def _check(self) -> list[CheckedPhoto]:
         paths, analyser, settings = self._read
+        checked = []
         for path in paths:
-            if not analyser.detect(read_image(path, "source"), settings):
+            image = read_image(path, "source")
+            detections = analyser.detect(image, settings)
+            if not detections:
                 raise no_face_error(path)
+            checked.append(CheckedPhoto(image, tuple(detections)))
+        return checked
+
+    def _analyse(self) -> SourceIdentity:
+        paths, analyser, settings = self._read
+        return load_sources(paths, analyser, settings, self._checked.result())
 
     def _analysis(self) -> Future[SourceIdentity]:
         """The whole analysis, started on a thread of its own the first time it is asked for."""
@@ -100,8 +119,9 @@ class LoadingIdentity(SourceIdentity):
             if analysed is None:
                 analysed = Future()
                 object.__setattr__(self, "_analysed", analysed)
-                work = functools.partial(load_sources, *self._read)
-                threading.Thread(target=self._run, args=(analysed, work), name="source-faces", daemon=True).start()
+                threading.Thread(
+                    target=self._run, args=(analysed, self._analyse), name="source-faces", daemon=True
+                ).start()
             return analysed
 
     @property
@@ -121,7 +141,8 @@ class LoadingIdentity(SourceIdentity):
                 future.result()
 
     def prefetch(self) -> None:
-        if self._checked.done() and self._checked.exception() is None:
+        """The analysis starts now, unless the check failed (a check still running: it waits for it)."""
+        if not (self._checked.done() and self._checked.exception() is not None):
             self._analysis()
 
     def settle(self) -> None:
@@ -172,15 +193,18 @@ def no_face_error(path: Path) -> InputError:
     )
 
 
-def load_source(path: Path, analyser: FaceAnalyser, settings: Settings) -> SourceFace:
-    """The largest face of a source photo, analysed once per content (the runtime's source cache)."""
+def load_source(
+    path: Path, analyser: FaceAnalyser, settings: Settings, checked: CheckedPhoto | None = None
+) -> SourceFace:
+    """The largest face of a source photo, analysed once per content (the runtime's source cache);
+    ``checked``: the photo as read and the faces detected in it before (``LoadingIdentity``'s check)."""
     if not path.is_file():
         raise InputError(f"source {path} does not exist: check the path", paths=(path,))
     content_hash = file_hash(path)
 
     def analyse() -> SourceFace:
-        image = read_image(path, "source")
-        faces = analyser.analyse(image, settings)
+        image = read_image(path, "source") if checked is None else checked.image
+        faces = analyser.analyse(image, settings, detections=None if checked is None else list(checked.detections))
         if not faces:
             raise no_face_error(path)
         return SourceFace(str(path), image, faces[0], content_hash)
@@ -193,10 +217,14 @@ def identity_key(content_hashes: list[str]) -> str:
     return hashlib.sha256("".join(sorted(content_hashes)).encode()).hexdigest()
 
 
-def load_sources(paths: list[Path], analyser: FaceAnalyser, settings: Settings) -> SourceIdentity:
+def load_sources(
+    paths: list[Path], analyser: FaceAnalyser, settings: Settings, checked: Sequence[CheckedPhoto] | None = None
+) -> SourceIdentity:
+    """The source person from ``paths``; ``checked``: each photo as read and detected before, in order."""
     if not paths:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
-    faces = tuple(load_source(path, analyser, settings) for path in paths)
+    photos = checked if checked is not None else [None] * len(paths)
+    faces = tuple(load_source(path, analyser, settings, photo) for path, photo in zip(paths, photos, strict=True))
     return SourceIdentity(faces, identity_key([face.content_hash for face in faces]))
 
 
