@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import cv2
@@ -14,9 +15,12 @@ import pytest
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
+from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.processors.face_swapper import FaceSwapper
+from facefusion_ui.processors.swapping import Swapper
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 
@@ -128,3 +132,74 @@ def test_the_proposer_is_imported_beside_the_planning_only_when_probes_use_it() 
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+class CountingAnalyser(FaceAnalyser):
+    """A real analyser that counts its full-frame detections."""
+
+    detections = 0
+
+    def detect(self, frame: np.ndarray, settings: Settings) -> list[Detection]:
+        self.detections += 1
+        return super().detect(frame, settings)
+
+
+def test_the_analysis_of_checked_photos_detects_no_face_again(tmp_path: Path) -> None:
+    """The background analysis starts from the faces the check found: each photo is searched once."""
+    face, other = tmp_path / "face.jpg", tmp_path / "other.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    cv2.imwrite(str(other), media.astronaut())
+    settings = Settings()
+    analyser = CountingAnalyser(ModelRuntime.create(settings))
+    loading = load_sources_in_background([face, other], analyser, settings)
+    loading.prefetch()  # before the check ends: the analysis waits for it
+    loading.settle()
+    assert "dlib_68" in analyser.runtime.embedded.loaded()  # analysed
+    assert analyser.detections == 2
+    at_once = load_sources([face, other], FaceAnalyser(ModelRuntime.create(settings)), settings)
+    for read, expected in zip(loading.faces, at_once.faces, strict=True):
+        assert np.array_equal(read.image, expected.image)
+        for mine, theirs in (
+            (read.face.landmarks_68, expected.face.landmarks_68),
+            (read.face.embedding, expected.face.embedding),
+        ):
+            assert mine is not None and theirs is not None and np.array_equal(mine, theirs)
+
+
+def test_the_recognizer_loads_the_5_point_model_only_for_faces_without_68_landmarks() -> None:
+    """dlib's recognizer aligns a face by its 68 landmarks when it has them: the 5-point predictor is
+    loaded only for a face without them (a landmarker that gives none)."""
+    image = media.grace_hopper()
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    [with_68] = FaceAnalyser(runtime).analyse(image, settings)
+    assert with_68.embedding is not None and "dlib_5" not in runtime.embedded.loaded()
+    meshed = settings.with_items(face_landmarker_model="mediapipe_face_mesh")
+    [without_68] = FaceAnalyser(runtime).analyse(image, meshed)
+    assert without_68.landmarks_68 is None and without_68.embedding is not None
+    assert "dlib_5" in runtime.embedded.loaded()
+
+
+def test_threads_asking_for_a_source_being_prepared_wait_for_it(tmp_path: Path) -> None:
+    """The frame workers ask for the prepared source at once at a video's first face: it is prepared once,
+    and every thread gets that one."""
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    sources = load_sources([media.grace_hopper_path()], FaceAnalyser(runtime), settings)
+    swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, Swapper)
+    start = threading.Barrier(3)
+    prepared: list[object] = []
+
+    def ask() -> None:
+        start.wait()
+        prepared.append(swapper.prepare(sources))
+
+    askers = [threading.Thread(target=ask) for _ in range(3)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert len(prepared) == 3 and all(one is prepared[0] for one in prepared)
+    assert swapper.preparations == 1
+    assert swapper.prepare(sources) is prepared[0] and swapper.preparations == 1
