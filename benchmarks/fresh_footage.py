@@ -9,13 +9,23 @@ Clips (720p, 25 fps, stored as a camera stores them: x264 ``veryfast``, GOPs of 
 - ``walk-in``: the same, with a person (Tom Hanks' photo, about 150 px wide) walking across the middle fifth;
 - ``talking head``: the astronaut photo's head, about 200 px wide, drifting and nodding a little.
 
+``--footage second`` makes another set from other photos, sizes and motion, to check that a figure does not
+hold on the first set only (the source face is then Tom Hanks' photo instead of Grace Hopper's):
+
+- ``zoom pan``: coffee, a rocket, the Hubble deep field, the moon and grass, a diagonal pan with a zoom from
+  1x to 1.9x and back and the shake of a hand-held camera;
+- ``walk-in``: the astronaut's head (a 280 px picture, face about 125 px) crossing from the right, twice (a tenth
+  of the clip each);
+- ``talking head``: Grace Hopper's photo (face about 180 px wide) tilting a few degrees and swaying in front
+  of a blurred photo, not a flat backdrop.
+
 Each contender runs ``--pairs`` times, ours and the transcode taken in turn (and ``--baseline DIR``, another
 checkout such as the release before, beside them); a ratio is the mean of the rounds' own ratios (the sides
 of a round ran seconds apart, under the same load from the other users of a shared machine). ``--json``
 figures (fps, the detection schedule, faces, recognizer calls) do not depend on the load; CPU seconds (of
 the processes, user + system) depend on it far less than wall seconds, so both ratios are printed. Run:
 ``.venv/bin/python benchmarks/fresh_footage.py [--seconds 30 120] [--clips "zoom pan" ...] [--pairs 2]
-[--baseline DIR]``.
+[--baseline DIR] [--footage first|second]``.
 """
 
 from __future__ import annotations
@@ -119,7 +129,82 @@ def talking_head(frames: int) -> FrameMaker:
     return make
 
 
-CLIPS: dict[str, Callable[[int], FrameMaker]] = {"zoom pan": zoom_pan, "walk-in": walk_in, "talking head": talking_head}
+def second_scene() -> np.ndarray:
+    """Another wide picture without people: coffee, a rocket, the Hubble deep field, the moon, grass."""
+    from skimage import data
+
+    height = 900
+    grey = [np.dstack([part] * 3) for part in (data.moon(), data.grass())]  # type: ignore[no-untyped-call]
+    colour = [data.coffee(), data.rocket(), data.hubble_deep_field()]  # type: ignore[no-untyped-call]
+    parts = [colour[0], grey[0], colour[1], grey[1], colour[2]]
+    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
+    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+
+
+def shaky_zoom(frames: int) -> FrameMaker:
+    """A diagonal pan over ``second_scene`` zooming from 1x to 1.9x and back, with a hand-held shake."""
+    picture = second_scene()
+    shake = np.random.default_rng(7).normal(0, 4, (frames, 2)).cumsum(axis=0) * 0.2
+
+    def make(index: int) -> np.ndarray:
+        t = index / max(frames - 1, 1)
+        zoom = 1.0 + 0.9 * np.sin(t * np.pi)
+        view_w, view_h = round(picture.shape[0] * 16 / 9 / zoom), round(picture.shape[0] / zoom)
+        x = int(np.clip((picture.shape[1] - view_w) * (1 - t) + shake[index, 0], 0, picture.shape[1] - view_w))
+        y = int(np.clip((picture.shape[0] - view_h) * t + shake[index, 1], 0, picture.shape[0] - view_h))
+        view = picture[y : y + view_h, x : x + view_w]
+        return np.ascontiguousarray(cv2.resize(view, (WIDTH, HEIGHT), interpolation=cv2.INTER_LINEAR))
+
+    return make
+
+
+def astronaut_walks_twice(frames: int) -> FrameMaker:
+    """``shaky_zoom`` with the astronaut's head crossing from the right twice, a tenth of the clip each time."""
+    scene, head = shaky_zoom(frames), cv2.resize(astronaut_head(), (280, 336))
+    visits = [(frames // 5, frames // 5 + frames // 10), (13 * frames // 20, 13 * frames // 20 + frames // 10)]
+
+    def make(index: int) -> np.ndarray:
+        canvas = scene(index)
+        for number, (start, end) in enumerate(visits):
+            if start <= index < end:
+                t = (index - start) / max(end - start - 1, 1)
+                x = round(WIDTH - (WIDTH + 280) * t)
+                y = 120 + 180 * number + round(10 * np.sin(index / 4))
+                videos.paste(canvas, head, x, y)
+        return canvas
+
+    return make
+
+
+def tilting_grace(frames: int) -> FrameMaker:
+    """Grace Hopper's photo (face about 180 px wide) tilting a few degrees and swaying before a blurred photo."""
+    from skimage import data
+
+    backdrop: np.ndarray = cv2.GaussianBlur(cv2.resize(data.coffee()[:, :, ::-1], (WIDTH, HEIGHT)), (0, 0), 6)  # type: ignore[no-untyped-call]
+    photo = media.grace_hopper()
+    scale = 0.88
+    head = cv2.resize(photo, (round(photo.shape[1] * scale), round(photo.shape[0] * scale)))
+
+    def make(index: int) -> np.ndarray:
+        canvas: np.ndarray = backdrop.copy()
+        angle = 5 * np.sin(index / 11)
+        centre = (head.shape[1] / 2, head.shape[0] / 2)
+        turned = cv2.warpAffine(
+            head, cv2.getRotationMatrix2D(centre, angle, 1.0), head.shape[1::-1], borderMode=cv2.BORDER_REFLECT
+        )
+        x = WIDTH // 3 + round(30 * np.sin(index / 17))
+        y = (HEIGHT - head.shape[0]) // 2 + round(6 * np.cos(index / 9))
+        videos.paste(canvas, turned, x, y)
+        return canvas
+
+    return make
+
+
+FOOTAGE: dict[str, dict[str, Callable[[int], FrameMaker]]] = {
+    "first": {"zoom pan": zoom_pan, "walk-in": walk_in, "talking head": talking_head},
+    "second": {"zoom pan": shaky_zoom, "walk-in": astronaut_walks_twice, "talking head": tilting_grace},
+}
+CLIPS = tuple(FOOTAGE["first"])
 
 
 def camera_clip(work: Path, name: str, maker: FrameMaker, frames: int) -> Path:
@@ -196,18 +281,20 @@ def measure(name: str, clip: Path, face: Path, work: Path, pairs: int, baseline:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, nargs="+", default=[30, 120])
-    parser.add_argument("--clips", nargs="+", choices=tuple(CLIPS), default=tuple(CLIPS))
+    parser.add_argument("--clips", nargs="+", choices=CLIPS, default=CLIPS)
     parser.add_argument("--pairs", type=int, default=2)
     parser.add_argument("--baseline", type=Path, help="another checkout (e.g. the release before) run beside ours")
+    parser.add_argument("--footage", choices=tuple(FOOTAGE), default="first", help="which set of generated clips")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ffui-fresh-"))
     face = work / "source.jpg"
-    cv2.imwrite(str(face), media.grace_hopper())
-    print(f"default settings, 1280x720 at {FPS} fps, GOPs of 2 s; ours = run.py process (start-up included)")
+    cv2.imwrite(str(face), media.grace_hopper() if args.footage == "first" else media.read(media.tom_hanks_path()))
+    print(f"{args.footage} footage, default settings, 1280x720 at {FPS} fps, GOPs of 2 s; ours = run.py process")
     try:
         for seconds in args.seconds:
             for name in args.clips:
-                clip = camera_clip(work, name.replace(" ", "_"), CLIPS[name](seconds * FPS), seconds * FPS)
+                maker = FOOTAGE[args.footage][name](seconds * FPS)
+                clip = camera_clip(work, name.replace(" ", "_"), maker, seconds * FPS)
                 print(f"{name}, {seconds} s:", flush=True)
                 measure(name, clip, face, work, args.pairs, args.baseline)
                 clip.unlink()
