@@ -19,6 +19,7 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.pipeline import FramePipeline
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.swapping import Swapper
 from facefusion_ui.state_manager import Settings
@@ -203,3 +204,24 @@ def test_threads_asking_for_a_source_being_prepared_wait_for_it(tmp_path: Path) 
     assert len(prepared) == 3 and all(one is prepared[0] for one in prepared)
     assert swapper.preparations == 1
     assert swapper.prepare(sources) is prepared[0] and swapper.preparations == 1
+
+
+def test_the_source_is_prepared_ahead_when_the_first_face_is_found(tmp_path: Path) -> None:
+    """A video's pipeline prepares the source for the swapper on a thread of its own at the first face
+    found, once; a frame without a face starts nothing (a video without faces never prepares it)."""
+    face = tmp_path / "face.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    settings = Settings()
+    pipeline = FramePipeline.build(settings, ModelRuntime.create(settings), [face], background=True)
+    [swapper] = pipeline.processors
+    assert isinstance(swapper, Swapper)
+    pipeline.analyse(np.full((360, 640, 3), 90, np.uint8))
+    assert pipeline.preparing is None
+    frame = media.astronaut()
+    analysis = pipeline.analyse(frame)
+    assert analysis.selected and pipeline.preparing is not None
+    pipeline.settle()
+    assert swapper.preparations == 1
+    pipeline.apply(frame, analysis, 0, 0.0)
+    pipeline.analyse(frame, 1, 0.04)
+    assert swapper.preparations == 1 and swapper.counts()["faces_swapped"] == 1
