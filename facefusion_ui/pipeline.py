@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -58,12 +60,15 @@ from facefusion_ui.processors.base import (
     Processor,
     ReportingProcessor,
     ResizingProcessor,
+    SourcePreparingProcessor,
 )
 from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.scaling import scale_context
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Embedding, Frame, Points
+
+logger = logging.getLogger(__name__)
 
 PERSON_COUNT = "person_"
 """The prefix of the counts kept per mapped person (``person_3_faces_swapped``, ``person_3_frames``)."""
@@ -148,6 +153,8 @@ class FramePipeline:
         """Where the chain's first processor that says so pastes a face back (``FrameContext.mask_outline``)."""
         self.reads_faces = reads_faces(self.processors)
         """Whether a processor reads the faces (else no frame is analysed: a whole-frame chain)."""
+        self.preparing: threading.Thread | None = None
+        """The source prepared for the processors ahead of the first swap (``prepare_soon``), once started."""
 
     @classmethod
     def build(
@@ -366,6 +373,7 @@ class FramePipeline:
         )
         if faces:
             self.sources.prefetch()  # a video's source photos, read in the background: their faces now
+            self.prepare_soon()
         track_ids: tuple[int | None, ...] = ()
         if self.needs_embeddings and faces:
             rgb: list[Frame] = []  # made on the first recognizer call only: tracked frames need none
@@ -394,6 +402,27 @@ class FramePipeline:
         for person in set(persons):
             self.stats.person_frames[person] += 1
         return FrameAnalysis(faces, selected, track_ids, persons)
+
+    def prepare_soon(self) -> None:
+        """Once, at the first face found: the source person prepared for the processors that prepare one
+        (``SourcePreparingProcessor``), on a thread of its own, beside the analysis of the face's group.
+        An error is left to the frame workers, whose own ``prepare`` raises it (a photo without a face:
+        the analysis raises it first). Not with a face map: each person's source is prepared when swapped."""
+        if self.preparing is not None or self.people is not None or self.sources is NO_SOURCE:
+            return
+        preparers = [processor for processor in self.processors if isinstance(processor, SourcePreparingProcessor)]
+        if not preparers:
+            return
+
+        def prepare() -> None:
+            for processor in preparers:
+                try:
+                    processor.prepare(self.sources)
+                except Exception as error:  # raised again where a frame worker asks for it
+                    logger.debug("preparing the source ahead failed: %s", error)
+
+        self.preparing = threading.Thread(target=prepare, name="source-prepare", daemon=True)
+        self.preparing.start()
 
     def select_people(self, faces: Sequence[Face]) -> tuple[list[Face], tuple[int, ...]]:
         """With a face map: the faces of mapped people (each person once: their nearest face), with who each is."""
@@ -515,9 +544,16 @@ class FramePipeline:
     def process(self, frame: Frame, index: int = 0, timestamp: float = 0.0, keep_alpha: bool = False) -> Frame:
         return self.apply(frame, self.analyse(frame, index, timestamp), index, timestamp, keep_alpha)
 
+    def settle(self) -> None:
+        """Wait until no thread of its own uses the models: the source photos read in the background and
+        the source prepared ahead (``prepare_soon``)."""
+        self.sources.settle()
+        if self.preparing is not None:
+            self.preparing.join()
+
     def release(self) -> None:
         """Free the processors' caches and the models no other running job holds (they reload on next use)."""
-        self.sources.settle()  # source photos read in the background use the models too
+        self.settle()
         for processor in self.processors:
             processor.release()
         self.runtime.release_models()

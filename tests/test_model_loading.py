@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import cv2
@@ -18,8 +19,10 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
-from facefusion_ui.pipeline import meshes_the_source
+from facefusion_ui.pipeline import FramePipeline, meshes_the_source
+from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.registry import ProcessorRegistry
+from facefusion_ui.processors.swapping import Swapper
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from tests.support import media
@@ -191,3 +194,95 @@ def test_the_source_is_read_by_its_mesh_alone_only_where_nothing_else_is_read() 
     assert not meshes_the_source(settings, processors, 2)
     reference = settings.with_items(face_selector_mode="reference", reference_face_from="source")
     assert not meshes_the_source(reference, processors, 1)
+
+
+class CountingAnalyser(FaceAnalyser):
+    """A real analyser that counts its full-frame detections."""
+
+    detections = 0
+
+    def detect(self, frame: np.ndarray, settings: Settings) -> list[Detection]:
+        self.detections += 1
+        return super().detect(frame, settings)
+
+
+def test_the_analysis_of_checked_photos_detects_no_face_again(tmp_path: Path) -> None:
+    """The background analysis starts from the faces the check found: each photo is searched once."""
+    face, other = tmp_path / "face.jpg", tmp_path / "other.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    cv2.imwrite(str(other), media.astronaut())
+    settings = Settings()
+    analyser = CountingAnalyser(ModelRuntime.create(settings))
+    loading = load_sources_in_background([face, other], analyser, settings)
+    loading.prefetch()  # before the check ends: the analysis waits for it
+    loading.settle()
+    assert "dlib_68" in analyser.runtime.embedded.loaded()  # analysed
+    assert analyser.detections == 2
+    at_once = load_sources([face, other], FaceAnalyser(ModelRuntime.create(settings)), settings)
+    for read, expected in zip(loading.faces, at_once.faces, strict=True):
+        assert np.array_equal(read.image, expected.image)
+        for mine, theirs in (
+            (read.face.landmarks_68, expected.face.landmarks_68),
+            (read.face.embedding, expected.face.embedding),
+        ):
+            assert mine is not None and theirs is not None and np.array_equal(mine, theirs)
+
+
+def test_the_recognizer_loads_the_5_point_model_only_for_faces_without_68_landmarks() -> None:
+    """dlib's recognizer aligns a face by its 68 landmarks when it has them: the 5-point predictor is
+    loaded only for a face without them (a landmarker that gives none)."""
+    image = media.grace_hopper()
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    [with_68] = FaceAnalyser(runtime).analyse(image, settings)
+    assert with_68.embedding is not None and "dlib_5" not in runtime.embedded.loaded()
+    meshed = settings.with_items(face_landmarker_model="mediapipe_face_mesh")
+    [without_68] = FaceAnalyser(runtime).analyse(image, meshed)
+    assert without_68.landmarks_68 is None and without_68.embedding is not None
+    assert "dlib_5" in runtime.embedded.loaded()
+
+
+def test_threads_asking_for_a_source_being_prepared_wait_for_it(tmp_path: Path) -> None:
+    """The frame workers ask for the prepared source at once at a video's first face: it is prepared once,
+    and every thread gets that one."""
+    settings = Settings()
+    runtime = ModelRuntime.create(settings)
+    sources = load_sources([media.grace_hopper_path()], FaceAnalyser(runtime), settings)
+    swapper = FaceSwapper(settings, runtime)
+    assert isinstance(swapper, Swapper)
+    start = threading.Barrier(3)
+    prepared: list[object] = []
+
+    def ask() -> None:
+        start.wait()
+        prepared.append(swapper.prepare(sources))
+
+    askers = [threading.Thread(target=ask) for _ in range(3)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join()
+    assert len(prepared) == 3 and all(one is prepared[0] for one in prepared)
+    assert swapper.preparations == 1
+    assert swapper.prepare(sources) is prepared[0] and swapper.preparations == 1
+
+
+def test_the_source_is_prepared_ahead_when_the_first_face_is_found(tmp_path: Path) -> None:
+    """A video's pipeline prepares the source for the swapper on a thread of its own at the first face
+    found, once; a frame without a face starts nothing (a video without faces never prepares it)."""
+    face = tmp_path / "face.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    settings = Settings()
+    pipeline = FramePipeline.build(settings, ModelRuntime.create(settings), [face], background=True)
+    [swapper] = pipeline.processors
+    assert isinstance(swapper, Swapper)
+    pipeline.analyse(np.full((360, 640, 3), 90, np.uint8))
+    assert pipeline.preparing is None
+    frame = media.astronaut()
+    analysis = pipeline.analyse(frame)
+    assert analysis.selected and pipeline.preparing is not None
+    pipeline.settle()
+    assert swapper.preparations == 1
+    pipeline.apply(frame, analysis, 0, 0.0)
+    pipeline.analyse(frame, 1, 0.04)
+    assert swapper.preparations == 1 and swapper.counts()["faces_swapped"] == 1

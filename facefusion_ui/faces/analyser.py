@@ -284,8 +284,8 @@ class FaceAnalyser:
         name = settings.face_recognizer_model
         self.counters.add(recognitions=1)
         if name == "dlib_resnet":
-            with self.runtime.using("dlib_resnet") as recognizer, self.runtime.using("dlib_5") as predictor:
-                return embed_dlib(rgb, face, recognizer, predictor)
+            with self.runtime.using("dlib_resnet") as recognizer:
+                return embed_dlib(rgb, face, recognizer, lambda: self.runtime.using("dlib_5"))
         spec, session = self.runtime.onnx_session(name)
         return embed_arcface(frame, face, session, spec)
 

@@ -138,15 +138,18 @@ class DetectionSchedule:
         cross the grid counted from the job's first frame)."""
         return group_size_at(index - self.first_frame, self.settings.face_detector_interval, self.stretch)
 
-    def search_next_probe(self, start: int, probe: list[Detection]) -> None:
-        """With faces in the probe just made (of the frame before ``start``), start the full search of the
-        next group's probe frame ahead (``prefetch``): the last frame of the group from ``start``, as long
-        as ``plan_group`` says it will be; with faces in view that probe searches the whole frame. A
-        guess: the search is used only if the schedule then asks for exactly it."""
+    def search_next_probe(self, start: int, probe: list[Detection], span: int) -> None:
+        """With faces in the probe just made (of the frame before ``start``, ending a span of ``span``
+        frames still to analyse), start the full search of the next group's probe frame ahead
+        (``prefetch``): the last frame of the group from ``start``, as long as ``plan_group`` says it will
+        be; with faces in view that probe searches the whole frame. A guess: the search is used only if
+        the schedule then asks for exactly it. A span ``analyse_span`` will split (a face that crossed more
+        than its width) is guessed followed in both halves, as a walking face is: the groups grow on."""
         if self.prefetch is None or not probe:
             return
         plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
-        stretch = 1 if plan == "full" else min(self.stretch * 2, STRETCH_GROWTH)
+        splits = plan == "full" and span > self.settings.face_detector_interval and bool(self.seen_boxes())
+        stretch = 1 if plan == "full" and not splits else min(self.stretch * 2, STRETCH_GROWTH)
         size = group_size_at(start - self.first_frame, self.settings.face_detector_interval, stretch)
         self.prefetch.start(start + size - 1, self.full_search)
 
@@ -192,7 +195,7 @@ class DetectionSchedule:
         probe = self._probe_of(images[-1], indices[-1])
         if self.prefetch is not None:
             self.prefetch.discard_through(indices[-1])  # the probe did not want it (not a full search)
-            self.search_next_probe(indices[-1] + 1, probe)  # searched while the group's frames are followed
+            self.search_next_probe(indices[-1] + 1, probe, len(images) - first)  # searched while they are followed
         plans: list[GroupPlan] = []
         results += self.analyse_span(images[first:], indices[first:], timestamps[first:], search, probe, plans)
         # the same faces went on, or none: the next group may be longer; a face that appeared: back to the interval

@@ -6,6 +6,8 @@ recognizer's own scale, never with a global constant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager as ContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +34,10 @@ class RecognizerScale:
         return cls(spec.name, spec.metric, float(spec.threshold))
 
 
-def embed_dlib(rgb: Frame, face: Face, recognizer: Any, predictor_5: Any) -> Embedding:
-    """dlib's descriptor from its own 150 px chip; the 68 landmarks are used when the face has them."""
+def embed_dlib(rgb: Frame, face: Face, recognizer: Any, predictor_5: Callable[[], ContextManager[Any]]) -> Embedding:
+    """dlib's descriptor from its own 150 px chip; the 68 landmarks are used when the face has them, else
+    the 5 points of ``predictor_5`` (a context lending the predictor: a face with its 68 landmarks never
+    loads it, 0.1 s before the first face's embedding)."""
     import dlib
 
     rectangle = dlib_rectangle(face.bbox)
@@ -41,7 +45,8 @@ def embed_dlib(rgb: Frame, face: Face, recognizer: Any, predictor_5: Any) -> Emb
         points = dlib.points([dlib.point(int(x), int(y)) for x, y in face.landmarks_68])
         shape = dlib.full_object_detection(rectangle, points)
     else:
-        shape = predictor_5(rgb, rectangle)
+        with predictor_5() as predictor:
+            shape = predictor(rgb, rectangle)
     return np.asarray(recognizer.compute_face_descriptor(rgb, shape, 0), dtype=np.float32)
 
 

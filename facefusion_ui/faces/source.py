@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,14 @@ class SourceFace:
     image: Frame
     face: Face
     content_hash: str
+
+
+@dataclass(frozen=True)
+class CheckedPhoto:
+    """A source photo as read, and the faces the detector found in it (a video's photos are checked first)."""
+
+    image: Frame
+    detections: tuple[Detection, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,13 +73,13 @@ class LoadingIdentity(SourceIdentity):
     once, each photo's faces are detected (a photo without one is the same InputError as ``load_sources``
     gives, raised by ``check``, ``raise_if_failed`` and ``faces``); the whole analysis (landmarks,
     recognizer, mesh: models a video without faces never loads) once ``prefetch`` says a face was found
-    in the target, on that thread, or when ``faces`` is first asked for."""
+    in the target, on that thread, or when ``faces`` is first asked for. The analysis starts from the
+    photos and faces the check found (the detector is not run on them twice)."""
 
     _read: tuple[list[Path], FaceAnalyser, Settings, bool]
     """The photos, the analyser, the settings and ``load_source``'s ``mesh_only``."""
     _lock: threading.Lock
-    _checked: Future[dict[Path, list[Detection]]]
-    """Each photo's faces as the check found them: the analysis completes them, not detects them again."""
+    _checked: Future[list[CheckedPhoto]]
     _analysed: Future[SourceIdentity] | None
 
     def __init__(
@@ -81,7 +89,7 @@ class LoadingIdentity(SourceIdentity):
         object.__setattr__(self, "_read", (paths, analyser, settings, mesh_only))
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_analysed", None)
-        checked: Future[dict[Path, list[Detection]]] = Future()
+        checked: Future[list[CheckedPhoto]] = Future()
         object.__setattr__(self, "_checked", checked)
         threading.Thread(target=self._run, args=(checked, self._check), name="source-photos", daemon=True).start()
 
@@ -92,14 +100,20 @@ class LoadingIdentity(SourceIdentity):
         except BaseException as error:  # handed to whoever asks
             future.set_exception(error)
 
-    def _check(self) -> dict[Path, list[Detection]]:
+    def _check(self) -> list[CheckedPhoto]:
         paths, analyser, settings, _ = self._read
-        found = {}
+        checked = []
         for path in paths:
-            found[path] = analyser.detect(read_image(path, "source"), settings)
-            if not found[path]:
+            image = read_image(path, "source")
+            detections = analyser.detect(image, settings)
+            if not detections:
                 raise no_face_error(path)
-        return found
+            checked.append(CheckedPhoto(image, tuple(detections)))
+        return checked
+
+    def _analyse(self) -> SourceIdentity:
+        paths, analyser, settings, mesh_only = self._read
+        return load_sources(paths, analyser, settings, self._checked.result(), mesh_only)
 
     def _analysis(self) -> Future[SourceIdentity]:
         """The whole analysis, started on a thread of its own the first time it is asked for."""
@@ -108,9 +122,9 @@ class LoadingIdentity(SourceIdentity):
             if analysed is None:
                 analysed = Future()
                 object.__setattr__(self, "_analysed", analysed)
-                paths, analyser, settings, mesh_only = self._read
-                work = functools.partial(load_sources, paths, analyser, settings, self._checked.result(), mesh_only)
-                threading.Thread(target=self._run, args=(analysed, work), name="source-faces", daemon=True).start()
+                threading.Thread(
+                    target=self._run, args=(analysed, self._analyse), name="source-faces", daemon=True
+                ).start()
             return analysed
 
     @property
@@ -130,7 +144,8 @@ class LoadingIdentity(SourceIdentity):
                 future.result()
 
     def prefetch(self) -> None:
-        if self._checked.done() and self._checked.exception() is None:
+        """The analysis starts now, unless the check failed (a check still running: it waits for it)."""
+        if not (self._checked.done() and self._checked.exception() is not None):
             self._analysis()
 
     def settle(self) -> None:
@@ -186,19 +201,20 @@ def load_source(
     path: Path,
     analyser: FaceAnalyser,
     settings: Settings,
-    detections: list[Detection] | None = None,
+    checked: CheckedPhoto | None = None,
     mesh_only: bool = False,
 ) -> SourceFace:
     """The largest face of a source photo, analysed once per content (the runtime's source cache);
-    ``detections``: its faces already detected with ``settings`` (``LoadingIdentity``'s check), completed
-    instead of searched for again. ``mesh_only``: the face with its mesh and no 68 landmarks or embedding
-    (``FaceAnalyser.complete``), all the embedded swapper reads of it."""
+    ``checked``: the photo as read and the faces detected in it before (``LoadingIdentity``'s check),
+    completed instead of searched for again. ``mesh_only``: the face with its mesh and no 68 landmarks or
+    embedding (``FaceAnalyser.complete``), all the embedded swapper reads of it."""
     if not path.is_file():
         raise InputError(f"source {path} does not exist: check the path", paths=(path,))
     content_hash = file_hash(path)
 
     def analyse() -> SourceFace:
-        image = read_image(path, "source")
+        image = read_image(path, "source") if checked is None else checked.image
+        detections = None if checked is None else list(checked.detections)
         faces = analyser.analyse(
             image, settings, embeddings=not mesh_only, mesh=mesh_only, detections=detections, landmarks=not mesh_only
         )
@@ -218,15 +234,17 @@ def load_sources(
     paths: list[Path],
     analyser: FaceAnalyser,
     settings: Settings,
-    detected: dict[Path, list[Detection]] | None = None,
+    checked: Sequence[CheckedPhoto] | None = None,
     mesh_only: bool = False,
 ) -> SourceIdentity:
-    """``detected``: the photos' faces already found (``load_source``'s ``detections``); ``mesh_only``:
-    ``load_source``'s."""
+    """The source person from ``paths``; ``checked``: each photo as read and detected before, in order;
+    ``mesh_only``: ``load_source``'s."""
     if not paths:
         raise InputError("no source image given: add -s PHOTO with the face to put in")
-    found = detected or {}
-    faces = tuple(load_source(path, analyser, settings, found.get(path), mesh_only) for path in paths)
+    photos = checked if checked is not None else [None] * len(paths)
+    faces = tuple(
+        load_source(path, analyser, settings, photo, mesh_only) for path, photo in zip(paths, photos, strict=True)
+    )
     return SourceIdentity(faces, identity_key([face.content_hash for face in faces]))
 
 

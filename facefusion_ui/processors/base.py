@@ -187,6 +187,18 @@ class MeshDrawingProcessor(Protocol):
 
 
 @runtime_checkable
+class SourcePreparingProcessor(Protocol):
+    """Optional beside ``Processor``: what it makes of the source person, once per person (the swappers'
+    ``prepare``, safe on any thread). When the pipeline first finds a face it asks for it on a thread of
+    its own, beside the analysis of that face's group, so the frame workers find it made (or being made:
+    they wait for it) instead of making it before the first swap."""
+
+    def prepare(self, sources: SourceIdentity) -> object:
+        """What it needs of ``sources``, made once (later calls give the same)."""
+        ...
+
+
+@runtime_checkable
 class OutliningProcessor(Protocol):
     """Optional beside ``Processor``: a face processor that pastes its result back through a mask says
     where. The pipeline hands the first such processor's ``mask_outline`` to the others

@@ -35,8 +35,9 @@ class Swapper(ABC, MaskedProcessor, Generic[Prepared]):
         self.model = settings.face_swapper_model
         self._prepared: OrderedDict[str, Prepared] = OrderedDict()
         self._preparing: dict[str, Future[Prepared]] = {}
-        """Sources being prepared now (by the first frame worker that asked): the others wait for it, not
-        prepare them again beside it (at a video's start every worker asks at once). Gone when done."""
+        """The preparations under way, by source key (one per person a frame is swapped to at once)."""
+        self.preparations = 0
+        """``prepare_source`` runs (each source person once while kept)."""
         self._lock = threading.Lock()
         self.faces_swapped = 0
         self.swapped_by_source: Counter[str] = Counter()
@@ -77,31 +78,34 @@ class Swapper(ABC, MaskedProcessor, Generic[Prepared]):
             return {"faces_swapped": self.faces_swapped, **by_source}
 
     def prepare(self, sources: SourceIdentity) -> Prepared:
-        """``prepare_source`` once per set of source photos (the last few kept): a caller that asks while
-        another prepares them waits for that one's result (or its error)."""
+        """``prepare_source`` once per set of source photos (the last few kept). Threads asking for one
+        being prepared wait for it: the frame workers all ask at a video's first face, and each preparing
+        its own copy took the cores the first frame waits for."""
+        key = sources.key
         with self._lock:
-            prepared = self._prepared.get(sources.key)
+            prepared = self._prepared.get(key)
             if prepared is not None:
-                self._prepared.move_to_end(sources.key)
+                self._prepared.move_to_end(key)
                 return prepared
-            pending = self._preparing.get(sources.key)
-            if pending is None:
-                preparing: Future[Prepared] = Future()
-                self._preparing[sources.key] = preparing
-        if pending is not None:
-            return pending.result()
+            preparing = self._preparing.get(key)
+            first = preparing is None
+            if preparing is None:
+                preparing = self._preparing[key] = Future()
+        if not first:
+            return preparing.result()
         try:
             prepared = self.prepare_source(sources)
-        except BaseException as error:
+        except BaseException as error:  # the threads waiting for it get the same error
             with self._lock:
-                del self._preparing[sources.key]
+                del self._preparing[key]
             preparing.set_exception(error)
             raise
         with self._lock:
-            del self._preparing[sources.key]
-            self._prepared[sources.key] = prepared
+            self.preparations += 1
+            self._prepared[key] = prepared
             while len(self._prepared) > PREPARED_SOURCES_LIMIT:
                 self._prepared.popitem(last=False)
+            del self._preparing[key]
         preparing.set_result(prepared)
         return prepared
 
