@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import cv2
@@ -20,7 +19,6 @@ from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import load_sources, load_sources_in_background
 from facefusion_ui.pipeline import FramePipeline, meshes_the_source
-from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.swapping import Swapper
 from facefusion_ui.state_manager import Settings
@@ -240,31 +238,6 @@ def test_the_recognizer_loads_the_5_point_model_only_for_faces_without_68_landma
     [without_68] = FaceAnalyser(runtime).analyse(image, meshed)
     assert without_68.landmarks_68 is None and without_68.embedding is not None
     assert "dlib_5" in runtime.embedded.loaded()
-
-
-def test_threads_asking_for_a_source_being_prepared_wait_for_it(tmp_path: Path) -> None:
-    """The frame workers ask for the prepared source at once at a video's first face: it is prepared once,
-    and every thread gets that one."""
-    settings = Settings()
-    runtime = ModelRuntime.create(settings)
-    sources = load_sources([media.grace_hopper_path()], FaceAnalyser(runtime), settings)
-    swapper = FaceSwapper(settings, runtime)
-    assert isinstance(swapper, Swapper)
-    start = threading.Barrier(3)
-    prepared: list[object] = []
-
-    def ask() -> None:
-        start.wait()
-        prepared.append(swapper.prepare(sources))
-
-    askers = [threading.Thread(target=ask) for _ in range(3)]
-    for asker in askers:
-        asker.start()
-    for asker in askers:
-        asker.join()
-    assert len(prepared) == 3 and all(one is prepared[0] for one in prepared)
-    assert swapper.preparations == 1
-    assert swapper.prepare(sources) is prepared[0] and swapper.preparations == 1
 
 
 def test_the_source_is_prepared_ahead_when_the_first_face_is_found(tmp_path: Path) -> None:
