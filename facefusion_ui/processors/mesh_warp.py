@@ -9,7 +9,8 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    turned head hides part of the face (the far cheek behind the nose) the nearer triangle wins; a
    triangle that faces the other way in the target than in the source (folded over by a turn) is not
    drawn. Every pixel a triangle covers reads the source photo at the same place of the same triangle
-   there (one ``cv2.remap``);
+   there (one ``cv2.remap``), a source face much larger than the target's first shrunk to its size
+   (``WarpSource.at_size``: its wrinkles averaged, not sampled into broken cracks);
 3. the blend weight: the target's face outline (cut above the brows), feathered, times how much the
    source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
    the background beside a cheek never comes across (on turned heads they made grey and white smears
@@ -192,6 +193,9 @@ LIGHTNESS_SLACK = 1.25
 SKIN_DISTANCE = (2.0, 3.0)
 """Spreads from the typical skin colour where a pixel stops counting as skin: fully below the first,
 not at all above the second (hair, hats, background)."""
+SHRINK_BELOW = 0.8
+"""A source face drawn smaller than this share of its own size is first shrunk to the target face's size
+(``WarpSource.at_size``)."""
 TURN_LIMITS = (55.0, 40.0)
 """Yaw and pitch (degrees, ``mesh_pose``) past which the warp is not trusted and the face is left as it
 is: up to about 45 degrees of yaw (the most turned faces of t1) the fold test and the depth order draw
@@ -723,6 +727,27 @@ class WarpSource:
         trust = source_trust(crop, points)
         return cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
 
+    def at_size(self, face_size: float) -> WarpSource:
+        """This source shrunk (area-averaged) so that its face is about ``face_size`` pixels across, when it
+        is more than ``1 / SHRINK_BELOW`` times that: drawn onto a smaller face by bilinear reads alone, its
+        thin lines (wrinkles, lashes) were sampled, not averaged, and came across as hard broken cracks
+        (Grace Hopper's 202 px face onto t1.jpg's 100-130 px faces)."""
+        own_size = float(max(np.ptp(self.mesh.points[:MESH_POINTS], axis=0)))
+        scale = face_size / max(own_size, 1.0)
+        if scale >= SHRINK_BELOW:
+            return self
+        height, width = self.image.shape[:2]
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        factors = np.array([size[0] / width, size[1] / height], dtype=np.float32)
+
+        def shrunk(values: np.ndarray) -> np.ndarray:
+            return np.asarray(cv2.resize(values, size, interpolation=cv2.INTER_AREA), dtype=values.dtype)
+
+        # pixel centres map onto pixel centres: (x + 0.5) * factor - 0.5
+        points = ((self.mesh.points + 0.5) * factors - 0.5).astype(np.float32)
+        painted = None if self.painted is None else shrunk(self.painted)
+        return WarpSource(shrunk(self.image), FaceMesh(points, self.mesh.depth), shrunk(self.trust), painted)
+
 
 def mesh_warp_swap(
     frame: Frame,
@@ -738,6 +763,7 @@ def mesh_warp_swap(
     full_mask = np.zeros(frame.shape[:2], dtype=np.float32)
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, full_mask)
+    source = source.at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
     source_points = with_iris_discs(source.mesh.points)
