@@ -315,3 +315,26 @@ def test_summed_at_gives_np_add_at_s_sums_bit_for_bit() -> None:
     assert np.array_equal(summed, expected)
     assert not summed[40:].any()
     assert not summed_at(np.zeros(0, dtype=int), np.zeros((0, 3)), 4).any()
+
+
+def test_a_larger_source_is_averaged_down_to_the_target_face_not_sampled(astronaut_mesh: FaceMesh) -> None:
+    """A source face four times the target's, with a one-pixel dark line across its cheek: drawn onto the
+    target, the line is averaged over the pixels it falls in (a faint line), not sampled by the bilinear
+    read, where the rows it was hit in showed it near full depth (a hard, broken crack)."""
+    image = media.astronaut()
+    large = np.asarray(cv2.resize(image, None, fx=4, fy=4, interpolation=cv2.INTER_CUBIC), dtype=np.uint8)
+    mesh = FaceMesh(((astronaut_mesh.points + 0.5) * 4 - 0.5).astype(np.float32), astronaut_mesh.depth)
+    line = np.zeros(large.shape[:2], np.uint8)
+    cheek = mesh.points[205].astype(int)  # below the left eye, on the cheek
+    cv2.line(line, (int(cheek[0]) - 40, int(cheek[1])), (int(cheek[0]) + 40, int(cheek[1]) + 8), 1, 1)
+    lined = large.copy()
+    lined[line > 0] = 0
+    plain, with_line = WarpSource.of(large, mesh), WarpSource.of(lined, mesh)
+    assert with_line.at_size(float(np.ptp(astronaut_mesh.points, axis=0).max())).image.shape[0] < large.shape[0] / 2
+    assert plain.at_size(float(np.ptp(mesh.points, axis=0).max())) is plain, "a source not larger is kept as it is"
+    first = mesh_warp_swap(image, astronaut_mesh, plain, SETTINGS.face_mask_blur).frame
+    second = mesh_warp_swap(image, astronaut_mesh, with_line, SETTINGS.face_mask_blur).frame
+    darkened = first.astype(int).mean(axis=2) - second.astype(int).mean(axis=2)
+    line_depth = float(large.astype(int).mean(axis=2)[line > 0].mean())
+    assert darkened.max() > 0.1 * line_depth, "the line did not come across"
+    assert darkened.max() < 0.5 * line_depth, f"the line came across {darkened.max():.0f} deep of {line_depth:.0f}"

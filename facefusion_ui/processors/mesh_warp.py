@@ -9,7 +9,9 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    turned head hides part of the face (the far cheek behind the nose) the nearer triangle wins; a
    triangle that faces the other way in the target than in the source (folded over by a turn) is not
    drawn. Every pixel a triangle covers reads the source photo at the same place of the same triangle
-   there (one ``cv2.remap``);
+   there (one ``cv2.remap``); a source face much larger than the target's is read from a copy of it
+   shrunk once to about its size (``WarpSource.at_size``: its wrinkles averaged, not sampled into broken
+   cracks);
 3. the blend weight: the target's face outline (cut above the brows), feathered, times how much the
    source pixel read is the source's own face (``source_trust``), so hair over the source's temples or
    the background beside a cheek never comes across (on turned heads they made grey and white smears
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -192,6 +194,11 @@ LIGHTNESS_SLACK = 1.25
 SKIN_DISTANCE = (2.0, 3.0)
 """Spreads from the typical skin colour where a pixel stops counting as skin: fully below the first,
 not at all above the second (hair, hats, background)."""
+SHRINK_STEP = 2**0.5
+"""Each of a source's smaller copies (``WarpSource.with_smaller_copies``) is this many times smaller than
+the one before: a face is drawn from the smallest still as large as it (``WarpSource.at_size``)."""
+SMALLEST_COPY = 24.0
+"""The smallest face (pixels across) a source is copied down to."""
 TURN_LIMITS = (55.0, 40.0)
 """Yaw and pitch (degrees, ``mesh_pose``) past which the warp is not trusted and the face is left as it
 is: up to about 45 degrees of yaw (the most turned faces of t1) the fold test and the depth order draw
@@ -719,6 +726,8 @@ class WarpSource:
     trust: Mask
     painted: Mask | None = None
     """Where its glasses were painted out (0..1 over ``image``), None when it wore none or kept them."""
+    smaller: tuple[WarpSource, ...] = ()
+    """Copies of it area-averaged to smaller sizes, largest first (``with_smaller_copies``, ``at_size``)."""
 
     @classmethod
     def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
@@ -731,7 +740,50 @@ class WarpSource:
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)
         trust = source_trust(crop, points)
-        return cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
+        whole = cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
+        return whole.with_smaller_copies()
+
+    def at_size(self, face_size: float) -> WarpSource:
+        """The smallest of this source and its ``smaller`` copies whose face is still ``face_size`` pixels
+        across or more: drawn onto a much smaller face by bilinear reads alone, its thin lines (wrinkles,
+        lashes) were sampled, not averaged, and came across as hard broken cracks (Grace Hopper's 202 px
+        face onto t1.jpg's 100-130 px faces); from the copy chosen they are read at most ``SHRINK_STEP``
+        times smaller. A still face keeps its copy: the choice changes only as the face's size passes one."""
+        chosen = self
+        for smaller in self.smaller:
+            if smaller.face_size < face_size:
+                break
+            chosen = smaller
+        return chosen
+
+    @property
+    def face_size(self) -> float:
+        return float(max(np.ptp(self.mesh.points[:MESH_POINTS], axis=0)))
+
+    def shrunk(self, scale: float) -> WarpSource:
+        """This source area-averaged to ``scale`` of its size, the mesh moved with it (no smaller copies)."""
+        height, width = self.image.shape[:2]
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        factors = np.array([size[0] / width, size[1] / height], dtype=np.float32)
+
+        def resized(values: np.ndarray) -> np.ndarray:
+            return np.asarray(cv2.resize(values, size, interpolation=cv2.INTER_AREA), dtype=values.dtype)
+
+        # pixel centres map onto pixel centres: (x + 0.5) * factor - 0.5
+        points = ((self.mesh.points + 0.5) * factors - 0.5).astype(np.float32)
+        painted = None if self.painted is None else resized(self.painted)
+        return WarpSource(resized(self.image), FaceMesh(points, self.mesh.depth), resized(self.trust), painted)
+
+    def with_smaller_copies(self) -> WarpSource:
+        """This source with its ``smaller`` copies, each ``SHRINK_STEP`` times smaller than the one before,
+        down to a face of ``SMALLEST_COPY`` pixels (made once per source photo: shrinking for each face cost
+        more than the swap's time budget allows)."""
+        copies: list[WarpSource] = []
+        scale = 1.0 / SHRINK_STEP
+        while self.face_size * scale >= SMALLEST_COPY:
+            copies.append(self.shrunk(scale))
+            scale /= SHRINK_STEP
+        return replace(self, smaller=tuple(copies))
 
 
 def mesh_warp_swap(
@@ -747,6 +799,7 @@ def mesh_warp_swap(
     x1, y1, x2, y2 = region
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, np.zeros((0, 0), dtype=np.float32), (0, 0, 0, 0))
+    source = source.at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
     source_points = with_iris_discs(source.mesh.points)
