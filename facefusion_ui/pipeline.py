@@ -353,15 +353,7 @@ class FramePipeline:
         if detections and self.meshes is not None:
             detections, probed = self.probe_meshes(frame, index, detections, known)
             known = [*known, *probed]
-        # every face is selected ("many", nothing classified or recognised from its 5 points): the mesh the
-        # smoother reads for each anyway is found here, instead of 68 landmarks nothing reads
-        meshed = (
-            self.meshes is not None
-            and not self.reads_68
-            and self.settings.face_selector_mode == "many"
-            and not self.classifies
-            and not self.needs_embeddings
-        )
+        meshed = self.meshes_new_faces()
         faces = self.analyser.analyse(
             frame,
             self.settings,
@@ -402,6 +394,18 @@ class FramePipeline:
         for person in set(persons):
             self.stats.person_frames[person] += 1
         return FrameAnalysis(faces, selected, track_ids, persons)
+
+    def meshes_new_faces(self) -> bool:
+        """Whether a newly detected face gets its mesh instead of 68 landmarks: every face is selected
+        ("many", nothing classified or recognised from its 5 points) and nothing reads the 68 landmarks, so
+        the mesh the smoother reads for each anyway is found at once."""
+        return (
+            self.meshes is not None
+            and not self.reads_68
+            and self.settings.face_selector_mode == "many"
+            and not self.classifies
+            and not self.needs_embeddings
+        )
 
     def prepare_soon(self) -> None:
         """Once, at the first face found: the source person prepared for the processors that prepare one
