@@ -204,21 +204,20 @@ class FaceAnalyser:
         kps = detection.kps
         landmarker = settings.face_landmarker_model
         landmarks_score = None
-        mesh_tried = want_mesh and not landmarks and landmarker in LANDMARKERS_68
-        if mesh_tried:
+        mesh_first = want_mesh and not landmarks and landmarker in LANDMARKERS_68
+        if mesh_first:
             mesh_points = self.mesh(frame, detection)
             if kps is None and mesh_points is not None:
                 kps = kps_from_mesh(mesh_points.points)
-        if landmarker in LANDMARKERS_68 and kps is None:
-            landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
-            kps = kps_from_68(landmarks_68)
-        elif landmarker in LANDMARKERS_68 and not mesh_tried:
-            landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
+        if landmarker in LANDMARKERS_68:
+            if not mesh_first or kps is None:
+                landmarks_68, landmarks_score = self.landmarks_68(frame, detection.bbox, landmarker, kps)
+                kps = kps if kps is not None else kps_from_68(landmarks_68)
         elif landmarker == "dlib_5":
             with self.runtime.using("dlib_5") as predictor:
                 points = dlib_landmarks(frame, predictor, detection.bbox)
             kps = kps if kps is not None else kps_from_dlib_5(points)
-        if (landmarker == "mediapipe_face_mesh" or want_mesh) and not mesh_tried:
+        if (landmarker == "mediapipe_face_mesh" or want_mesh) and not mesh_first:
             mesh_points = self.mesh(frame, detection)
             if kps is None and mesh_points is not None:
                 kps = kps_from_mesh(mesh_points.points)
