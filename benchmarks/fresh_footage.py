@@ -57,16 +57,19 @@ WIDTH, HEIGHT = 1280, 720
 FrameMaker = Callable[[int], np.ndarray]
 
 
+def side_by_side(parts: list[np.ndarray], height: int) -> np.ndarray:
+    """RGB or grey pictures scaled to ``height`` and put side by side, as one BGR picture."""
+    coloured = [part if part.ndim == 3 else np.dstack([part] * 3) for part in parts]
+    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in coloured]
+    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+
+
 def textured_scene() -> np.ndarray:
     """A wide picture without people, from photos the other benchmarks do not use."""
     from skimage import data
 
-    height = 1000
-    grey = [np.dstack([part] * 3) for part in (data.gravel(), data.brick())]  # type: ignore[no-untyped-call]
-    colour = [data.retina(), data.chelsea(), data.immunohistochemistry()]  # type: ignore[no-untyped-call]
-    parts = [colour[0], grey[0], colour[1], colour[2], grey[1]]
-    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
-    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+    parts = [data.retina(), data.gravel(), data.chelsea(), data.immunohistochemistry(), data.brick()]  # type: ignore[no-untyped-call]
+    return side_by_side(parts, 1000)
 
 
 def zoom_pan(frames: int) -> FrameMaker:
@@ -133,12 +136,8 @@ def second_scene() -> np.ndarray:
     """Another wide picture without people: coffee, a rocket, the Hubble deep field, the moon, grass."""
     from skimage import data
 
-    height = 900
-    grey = [np.dstack([part] * 3) for part in (data.moon(), data.grass())]  # type: ignore[no-untyped-call]
-    colour = [data.coffee(), data.rocket(), data.hubble_deep_field()]  # type: ignore[no-untyped-call]
-    parts = [colour[0], grey[0], colour[1], grey[1], colour[2]]
-    resized = [cv2.resize(part, (round(part.shape[1] * height / part.shape[0]), height)) for part in parts]
-    return np.ascontiguousarray(np.hstack(resized)[:, :, ::-1])
+    parts = [data.coffee(), data.moon(), data.rocket(), data.grass(), data.hubble_deep_field()]  # type: ignore[no-untyped-call]
+    return side_by_side(parts, 900)
 
 
 def shaky_zoom(frames: int) -> FrameMaker:
