@@ -102,18 +102,20 @@ def test_services_live_in_the_private_home(services: UiServices, private_home: P
 
 
 def test_analyse_target_lists_the_faces_of_an_image(services: UiServices, files: dict[str, Path]) -> None:
-    message, crops, frame, first, last, position, times = single_run.analyse_target(services, str(files["group"]), 0)
+    message, crops, frame, first, last, position, times, moment = single_run.analyse_target(
+        services, str(files["group"]), 0
+    )
     assert len(crops) == 6 and message == gr.skip()  # nothing to say: the message is the preview's to write
     assert [label for _, label in crops] == [f"face {n}" for n in range(6)]
     assert all(crop.shape == (160, 160, 3) for crop, _ in crops)  # square: the whole face, not its forehead
-    assert (frame.visible, first.visible, last.visible, position, times) == (False, False, False, 0, "")
+    assert (frame.visible, first.visible, last.visible, position, times, moment) == (False, False, False, 0, "", "")
     assert single_run.frame_line(str(files["group"]), 9) == ""  # no frame line left from a video before
 
 
 def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiServices, tmp_path: Path) -> None:
     clip = videos.write_video(tmp_path / "clip.mp4", videos.moving_face(240, 180, 12), 12)
-    _, crops, frame, first, last, _, times = single_run.analyse_target(services, str(clip), 40)
-    assert len(crops) == 1
+    _, crops, frame, first, last, _, times, moment = single_run.analyse_target(services, str(clip), 40)
+    assert len(crops) == 1 and moment == "Frame 11 at 0:00.44"  # the time with the slider, in one update
     assert (frame.maximum, frame.value, frame.visible) == (11, 11, True)
     assert (first.value, last.value, last.maximum) == (0, 11, 11)
     assert times == "Trim: from 0:00.00 to 0:00.48 (12 frames)"
@@ -126,8 +128,8 @@ def test_analyse_target_fits_the_frame_slider_and_trim_to_a_video(services: UiSe
 
 
 def test_analyse_target_without_a_target_resets(services: UiServices, files: dict[str, Path]) -> None:
-    message, crops, frame, _, _, position, _ = single_run.analyse_target(services, None, 3)
-    assert (message, crops, frame.visible, position) == ("", [], False, 0)
+    message, crops, frame, _, _, position, _, moment = single_run.analyse_target(services, None, 3)
+    assert (message, crops, frame.visible, position, moment) == ("", [], False, 0, "")
     message, crops, *_ = single_run.analyse_target(services, str(files["blank"]), 0)
     assert crops == [] and "No face found in this frame" in message
 

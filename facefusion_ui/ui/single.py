@@ -391,9 +391,7 @@ def listen_target_and_frame(
     filters = [tab.setting_controls[keys.index(key)] for key in FILTER_SETTINGS]
     tab.target.change(
         functools.partial(single_run.analyse_target, services), [tab.target, tab.frame, *filters], fitted
-    ).then(single_run.frame_line, [tab.target, tab.frame], tab.frame_time, show_progress="hidden").then(
-        **show_preview, **PREVIEW_EVENT
-    )
+    ).then(**show_preview, **PREVIEW_EVENT)
     tab.frame.input(**show_preview, **PREVIEW_EVENT)  # the preview follows a drag, once it pauses
     # the frame's time follows a drag and a typed number (Enter) alike
     tab.frame.input(

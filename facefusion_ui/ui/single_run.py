@@ -55,6 +55,7 @@ class TargetShown(NamedTuple):
     trim_end: Any
     position: Any
     trim_times: Any
+    frame_time: Any
 
 
 class FrameShown(NamedTuple):
@@ -120,12 +121,14 @@ def gallery_settings(services: UiServices, filters: tuple[Any, ...]) -> Settings
 
 @reported(TargetShown)
 def analyse_target(services: UiServices, target_value: Any, frame: float, *filters: Any) -> TargetShown:
-    """The target's faces in frame ``frame`` (largest first); for a video the frame slider and the trim
-    range fitted to its length, hidden for an image; the reference position back to 0."""
+    """The target's faces in frame ``frame`` (largest first); for a video the frame slider, its time and the
+    trim range fitted to its length, hidden for an image; the reference position back to 0. The frame's time
+    comes with the slider, in one update: a separate update landing after the user typed a frame would
+    overwrite the typed frame's time."""
     path = file_path(target_value)
     if path is None:  # back to frame 0: a frame number left from a video would not fit the next target
         hidden = gr.Slider(value=0, visible=False)
-        return TargetShown("", [], hidden, hidden, hidden, 0, "")
+        return TargetShown("", [], hidden, hidden, hidden, 0, "", "")
     info = target_info(path)
     last = max(info.frame_count - 1, 0)
     frame = min(int(frame or 0), last)
@@ -139,6 +142,7 @@ def analyse_target(services: UiServices, target_value: Any, frame: float, *filte
         trim_end=gr.Slider(maximum=max(last, 1), value=last, visible=info.is_video),
         position=0,
         trim_times=trim_times(target_value, 0, last) if info.is_video else "",
+        frame_time=frame_line(target_value, frame),
     )
 
 
