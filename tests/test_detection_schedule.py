@@ -200,14 +200,15 @@ def test_a_followed_face_is_searched_around_its_last_place(
     each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
     # groups 0-4, 5-14, 15-19: each group that only followed the same face doubles the next one (up to
-    # the grid of 20); the first frame and each group's last are detected in full, the rest followed: the
-    # embedded swapper's face by its mesh alone, read where the frame before's smoothed mesh puts it; the
-    # probes' detection of that face is made from the same read (no landmarker)
+    # the grid of 20); the first frame is detected in full, each group's last probed in what changed since
+    # (nothing beside the face) and around the face followed (the fourth probe would search in full), the
+    # rest followed: the embedded swapper's face by its mesh alone, read where the frame before's
+    # smoothed mesh puts it; the probes' detection of that face is made from the same read (no landmarker)
     assert followed["face_detection"] == {
         "interval": 5,
-        "full": 1 + 3,
+        "full": 1,
         "proposed": 0,
-        "areas": 0,
+        "areas": 3,
         "unchanged": 0,
         "tracked": 3 + 9 + 4,
         "skipped": 0,
@@ -227,10 +228,12 @@ def test_a_face_crossing_the_frame_is_followed_over_long_groups(
     same faces are swapped as with a full-frame detection on every frame."""
     each_frame = run(clips, shared_runtime, "crossing", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "crossing", tmp_path / "followed.mp4", interval=5)
-    # groups 0 | 1-5 | 6-15 | 16-19 | 20-39 | 40-59: the first frame, each group's probe and the middle
-    # frames 29 and 49 in full; every other frame followed by its mesh
+    # groups 0 | 1-5 | 6-15 | 16-19 | 20-39 | 40-59: the first frame, the fourth probe (frame 39) and the
+    # middle frames 29 and 49 in full, the other probes only where something changed beside the face
+    # followed, or (the one where that was too much) cheaply; every other frame followed by its mesh
     detection = followed["face_detection"]
-    assert detection["full"] == 1 + 5 + 2 and detection["tracked"] == 60 - 8, detection
+    assert detection["full"] == 1 + 1 + 2 and detection["proposed"] + detection["areas"] == 5 - 1, detection
+    assert detection["tracked"] == 60 - 8, detection
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 60
 
 
