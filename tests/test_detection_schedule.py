@@ -68,6 +68,22 @@ def test_search_area_around_a_face_stays_in_the_frame() -> None:
     assert roi_box(box(620, 460, 40), 640, 480) == (590, 430, 640, 480)
 
 
+def panning_pair(frames: int) -> videos.FrameMaker:
+    """A camera panning with a head in view throughout, a second one joining it at frame PAN_JOINS_AT."""
+    pan = videos.panning_scene(320, 240, frames)
+    walker = cv2.resize(videos.grace_head(), (140, 160))
+    joiner = cv2.resize(videos.t1_pair()[1], (130, 130))
+
+    def make(index: int) -> np.ndarray:
+        canvas = pan(index)
+        videos.paste(canvas, walker, 10, 40)
+        if index >= PAN_JOINS_AT:
+            videos.paste(canvas, joiner, 180, 50)
+        return canvas
+
+    return make
+
+
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("schedule")
@@ -109,15 +125,6 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         return canvas
 
     crosser = cv2.resize(videos.grace_head(), (100, 114))
-    joiner = cv2.resize(videos.t1_pair()[1], (130, 130))
-
-    def panning_pair(index: int) -> np.ndarray:
-        """A camera panning with a head in view throughout, a second one joining it at frame PAN_JOINS_AT."""
-        canvas = pan(index)
-        videos.paste(canvas, walker, 10, 40)
-        if index >= PAN_JOINS_AT:
-            videos.paste(canvas, joiner, 180, 50)
-        return canvas
 
     def crossing(index: int) -> np.ndarray:
         """A head crossing the frame at 5 px a frame: over a group of 20 frames it moves its own width."""
@@ -127,7 +134,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     return {
         "crossing": videos.write_video(folder / "crossing.mp4", crossing, 60),
-        "panning_pair": videos.write_video(folder / "panning_pair.mp4", panning_pair, 40),
+        "panning_pair": videos.write_video(folder / "panning_pair.mp4", panning_pair(40), 40),
         "walking_in": videos.write_video(folder / "walking_in.mp4", walking_in, 40),
         "face": face,
         "still": videos.write_video(folder / "still.mp4", lambda _: scene, 20),
