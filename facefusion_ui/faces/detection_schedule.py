@@ -134,6 +134,9 @@ class DetectionSchedule:
         only what changed since (``probe_cheaply``)."""
         self.prefetch: ProbePrefetch | None = None
         """Probes' full searches computed ahead (``search_next_probe``), while a video pipeline provides them."""
+        self.cheap_in_view = True
+        """Whether probes with faces in view may be other than full searches (``probe_cheaply``); the people
+        pass (``people_job.py``) keeps every such probe full: it reads who is in a video once."""
         self.probed_ahead: tuple[int, list[Detection]] | None = None
         """A probe made by ``probe_ahead`` (its frame and what it found), used by the group it ends."""
 
@@ -151,7 +154,7 @@ class DetectionSchedule:
         than its width) is guessed followed in both halves, as a walking face is: the groups grow on."""
         if self.prefetch is None or not probe:
             return
-        if not self.next_probe_full():
+        if not self.next_probe_full(faces_in_view=True):
             return  # a cheap probe (``probe_cheaply``) reads the faces followed then: made when it is asked
         plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
         splits = plan == "full" and span > self.settings.face_detector_interval and bool(self.seen_boxes())
@@ -159,8 +162,10 @@ class DetectionSchedule:
         size = group_size_at(start - self.first_frame, self.settings.face_detector_interval, stretch)
         self.prefetch.start(start + size - 1, self.full_search)
 
-    def next_probe_full(self) -> bool:
+    def next_probe_full(self, faces_in_view: bool) -> bool:
         """Whether the next probe of the whole frame searches it in full (``probe_whole``)."""
+        if faces_in_view and not self.cheap_in_view:
+            return True
         return not proposes(self.settings) or self.proposed >= FULL_PROBE_EVERY - 1
 
     def faces_in_view(self) -> bool:
@@ -352,7 +357,7 @@ class DetectionSchedule:
         change gate cannot skip, or faces in view), are ``probe_cheaply``: a face only the full search
         finds (under twice HOG's smallest, and missed by BlazeFace) waits for the next full probe, at most
         ``FULL_PROBE_EVERY`` probes later; a larger one is found by the next probe, as by a full one."""
-        if self.next_probe_full():
+        if self.next_probe_full(faces_in_view=bool(self.seen_boxes())):
             self.proposed = 0
             self.stats.frames_full += 1
             ahead = self.prefetch.take(index) if self.prefetch is not None and index is not None else None
