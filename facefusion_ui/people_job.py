@@ -221,6 +221,7 @@ class PeopleScan:
     def __init__(self, pipeline: FramePipeline, collector: PeopleCollector, size: tuple[int, int]) -> None:
         self.pipeline = pipeline
         self.schedule = pipeline.schedule
+        self.schedule.cheap_in_view = False  # who is in the video, read once: every probe with people in full
         self.collector = collector
         self.width, self.height = size
         self.analysed = 0

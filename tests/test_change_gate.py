@@ -5,7 +5,14 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facefusion_ui.faces.change_gate import MIN_MARGIN, FacelessFrame, changed_areas, merge_overlapping, thumbnail
+from facefusion_ui.faces.change_gate import (
+    MIN_MARGIN,
+    FacelessFrame,
+    changed_areas,
+    changed_beside,
+    merge_overlapping,
+    thumbnail,
+)
 from tests.support import media, videos
 
 WIDTH, HEIGHT = 640, 360
@@ -105,3 +112,22 @@ def test_a_slow_drift_adds_up_against_the_kept_frame() -> None:
     assert searched == [False, False, True, True, True, True, True]  # 4, 8 levels: no; from 12 on: yes
     kept.forget()
     assert kept.areas_to_search(cells_of(frame), WIDTH, HEIGHT) is None
+
+
+def test_with_a_face_in_view_what_changed_beside_it_is_searched() -> None:
+    """A face moving in its crop (searched there anyway) needs no other search; a face joining elsewhere
+    is searched whole; a camera moving everything: the whole frame (None)."""
+    frame = scene()
+    first, second = (cv2.resize(face, (90, 90)) for face in videos.t1_pair())
+    before, after, joined = frame.copy(), frame.copy(), frame.copy()
+    videos.paste(before, first, 100, 100)
+    videos.paste(after, first, 112, 104)  # moved a little
+    videos.paste(joined, first, 112, 104)
+    videos.paste(joined, second, 450, 150)
+    around = [(40, 40, 250, 250)]
+    kept = cells_of(before)
+    assert changed_beside(kept, cells_of(after), WIDTH, HEIGHT, around) == []
+    areas = changed_beside(kept, cells_of(joined), WIDTH, HEIGHT, around)
+    assert areas and all(x0 <= 450 and y0 <= 150 and x1 >= 540 and y1 >= 240 for x0, y0, x1, y1 in areas)
+    panned = videos.panning_scene(WIDTH, HEIGHT, 10)(8)
+    assert changed_beside(kept, cells_of(panned), WIDTH, HEIGHT, around) is None

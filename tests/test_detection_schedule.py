@@ -25,6 +25,7 @@ LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_preset
 APPEARS_AT = 7
 WALKS_IN_AT = 30
 JOINS_AT = 7
+PAN_JOINS_AT = 12
 
 
 def box(x: float, y: float, size: float) -> np.ndarray:
@@ -65,6 +66,22 @@ def test_search_area_around_a_face_stays_in_the_frame() -> None:
     assert roi_box(box(100, 100, 40), 640, 480) == (70, 70, 170, 170)
     assert roi_box(box(0, 0, 40), 640, 480) == (0, 0, 70, 70)
     assert roi_box(box(620, 460, 40), 640, 480) == (590, 430, 640, 480)
+
+
+def panning_pair(frames: int) -> videos.FrameMaker:
+    """A camera panning with a head in view throughout, a second one joining it at frame PAN_JOINS_AT."""
+    pan = videos.panning_scene(320, 240, frames)
+    walker = cv2.resize(videos.grace_head(), (140, 160))
+    joiner = cv2.resize(videos.t1_pair()[1], (130, 130))
+
+    def make(index: int) -> np.ndarray:
+        canvas = pan(index)
+        videos.paste(canvas, walker, 10, 40)
+        if index >= PAN_JOINS_AT:
+            videos.paste(canvas, joiner, 180, 50)
+        return canvas
+
+    return make
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +134,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     return {
         "crossing": videos.write_video(folder / "crossing.mp4", crossing, 60),
+        "panning_pair": videos.write_video(folder / "panning_pair.mp4", panning_pair(40), 40),
         "walking_in": videos.write_video(folder / "walking_in.mp4", walking_in, 40),
         "face": face,
         "still": videos.write_video(folder / "still.mp4", lambda _: scene, 20),
@@ -200,14 +218,15 @@ def test_a_followed_face_is_searched_around_its_last_place(
     each_frame = run(clips, shared_runtime, "moving", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "moving", tmp_path / "followed.mp4", interval=5)
     # groups 0-4, 5-14, 15-19: each group that only followed the same face doubles the next one (up to
-    # the grid of 20); the first frame and each group's last are detected in full, the rest followed: the
-    # embedded swapper's face by its mesh alone, read where the frame before's smoothed mesh puts it; the
-    # probes' detection of that face is made from the same read (no landmarker)
+    # the grid of 20); the first frame is detected in full, each group's last probed in what changed since
+    # (nothing beside the face) and around the face followed (the fourth probe would search in full), the
+    # rest followed: the embedded swapper's face by its mesh alone, read where the frame before's
+    # smoothed mesh puts it; the probes' detection of that face is made from the same read (no landmarker)
     assert followed["face_detection"] == {
         "interval": 5,
-        "full": 1 + 3,
+        "full": 1,
         "proposed": 0,
-        "areas": 0,
+        "areas": 3,
         "unchanged": 0,
         "tracked": 3 + 9 + 4,
         "skipped": 0,
@@ -227,10 +246,12 @@ def test_a_face_crossing_the_frame_is_followed_over_long_groups(
     same faces are swapped as with a full-frame detection on every frame."""
     each_frame = run(clips, shared_runtime, "crossing", tmp_path / "every.mp4", interval=1)
     followed = run(clips, shared_runtime, "crossing", tmp_path / "followed.mp4", interval=5)
-    # groups 0 | 1-5 | 6-15 | 16-19 | 20-39 | 40-59: the first frame, each group's probe and the middle
-    # frames 29 and 49 in full; every other frame followed by its mesh
+    # groups 0 | 1-5 | 6-15 | 16-19 | 20-39 | 40-59: the first frame, the fourth probe (frame 39) and the
+    # middle frames 29 and 49 in full, the other probes only where something changed beside the face
+    # followed, or (the one where that was too much) cheaply; every other frame followed by its mesh
     detection = followed["face_detection"]
-    assert detection["full"] == 1 + 5 + 2 and detection["tracked"] == 60 - 8, detection
+    assert detection["full"] == 1 + 1 + 2 and detection["proposed"] + detection["areas"] == 5 - 1, detection
+    assert detection["tracked"] == 60 - 8, detection
     assert followed["faces_swapped"] == each_frame["faces_swapped"] == 60
 
 
@@ -356,3 +377,18 @@ def test_work_done_ahead_leaves_the_video_and_its_counts_as_they_were(
     else:
         assert searched["started"] == 0, searched
     assert alone["probes_ahead"] == {"started": 0, "used": 0, "discarded": 0}
+
+
+def test_a_face_joining_a_followed_one_on_a_moving_camera_is_found_by_the_next_probe(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path
+) -> None:
+    """A pan changes every cell, so with a face in view three probes in four are the cheap ones (HOG
+    without upsampling, around the face followed and BlazeFace's candidates): a face of the size HOG
+    finds without upsampling joining at frame 12 is found by the probe at frame 15 and followed back to
+    its first frame, as with a full-frame detection on every frame (latency: none, for a face from about
+    twice HOG's smallest; a smaller one BlazeFace misses would wait for the fourth probe)."""
+    each_frame = run(clips, shared_runtime, "panning_pair", tmp_path / "every.mp4", interval=1)
+    grouped = run(clips, shared_runtime, "panning_pair", tmp_path / "grouped.mp4", interval=5)
+    detection = grouped["face_detection"]
+    assert detection["proposed"] >= 2, detection
+    assert grouped["faces_swapped"] == each_frame["faces_swapped"] == 40 + 40 - PAN_JOINS_AT, (grouped, each_frame)

@@ -9,6 +9,10 @@ camera with something moving, a slide: their probes cost almost nothing. When mu
 (a pan, a cut, a flash), or in many places, the whole frame is probed, and a faceless result becomes
 the new kept copy.
 
+With faces in view the same gate compares with the last frame a full-frame detection searched, leaving
+out the crops around the faces followed (``changed_beside``; they are searched there anyway): a face
+joining them changes the cells it covers, on a still camera the probes search those alone.
+
 The kept copy is replaced only by a full-frame detection, never by a probe of areas: a face that came
 in over several probes, or stopped moving, still differs from the kept copy everywhere it covers, so
 the areas searched hold all of it. A slow drift (a fade, a light coming up) adds up against the kept
@@ -95,6 +99,22 @@ def changed_areas(kept: np.ndarray, cells: np.ndarray, width: int, height: int) 
     if len(areas) > MOST_AREAS or covered > LARGEST_SHARE * width * height:
         return None
     return areas
+
+
+def changed_beside(
+    kept: np.ndarray, cells: np.ndarray, width: int, height: int, beside: list[Area]
+) -> list[Area] | None:
+    """``changed_areas`` leaving out the cells ``beside`` covers (areas of the image searched otherwise:
+    around the faces followed, where a face moving changes every cell)."""
+    if kept.shape != cells.shape:
+        return None
+    current = cells.copy()
+    cell_width, cell_height = width / cells.shape[1], height / cells.shape[0]
+    for x0, y0, x1, y1 in beside:
+        columns = slice(max(0, int(x0 / cell_width)), int(np.ceil(x1 / cell_width)))
+        rows = slice(max(0, int(y0 / cell_height)), int(np.ceil(y1 / cell_height)))
+        current[rows, columns] = kept[rows, columns]
+    return changed_areas(kept, current, width, height)
 
 
 class FacelessFrame:

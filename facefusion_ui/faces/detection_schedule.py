@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from facefusion_ui.faces.analyser import FaceAnalyser, SearchView, without_overlaps
-from facefusion_ui.faces.change_gate import FacelessFrame, thumbnail
+from facefusion_ui.faces.change_gate import FacelessFrame, changed_beside, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.frame_analysis import NO_FACES, FrameAnalysis
@@ -29,6 +29,7 @@ from facefusion_ui.faces.schedule import (
     ScheduleStats,
     group_size_at,
     plan_group,
+    roi_box,
 )
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
@@ -127,9 +128,15 @@ class DetectionSchedule:
         self.first_frame = 0
         """The job's first frame: the detection groups' grid counts from it."""
         self.proposed = 0
-        """Whole-frame probes in a row that searched only candidates (``probe_whole``)."""
+        """Whole-frame probes in a row that were not full searches (``probe_whole``)."""
+        self.searched: np.ndarray | None = None
+        """The cells of the last frame a full-frame detection searched: with faces in view, probes search
+        only what changed since (``probe_cheaply``)."""
         self.prefetch: ProbePrefetch | None = None
         """Probes' full searches computed ahead (``search_next_probe``), while a video pipeline provides them."""
+        self.cheap_in_view = True
+        """Whether probes with faces in view may be other than full searches (``probe_cheaply``); the people
+        pass (``people_job.py``) keeps every such probe full: it reads who is in a video once."""
         self.probed_ahead: tuple[int, list[Detection]] | None = None
         """A probe made by ``probe_ahead`` (its frame and what it found), used by the group it ends."""
 
@@ -147,11 +154,19 @@ class DetectionSchedule:
         than its width) is guessed followed in both halves, as a walking face is: the groups grow on."""
         if self.prefetch is None or not probe:
             return
+        if not self.next_probe_full(faces_in_view=True):
+            return  # a cheap probe (``probe_cheaply``) reads the faces followed then: made when it is asked
         plan = plan_group(self.seen_boxes(), [detection.bbox for detection in probe])
         splits = plan == "full" and span > self.settings.face_detector_interval and bool(self.seen_boxes())
         stretch = 1 if plan == "full" and not splits else min(self.stretch * 2, STRETCH_GROWTH)
         size = group_size_at(start - self.first_frame, self.settings.face_detector_interval, stretch)
         self.prefetch.start(start + size - 1, self.full_search)
+
+    def next_probe_full(self, faces_in_view: bool) -> bool:
+        """Whether the next probe of the whole frame searches it in full (``probe_whole``)."""
+        if faces_in_view and not self.cheap_in_view:
+            return True
+        return not proposes(self.settings) or self.proposed >= FULL_PROBE_EVERY - 1
 
     def faces_in_view(self) -> bool:
         """Whether the next group will be analysed whatever its probe finds: faces were in view in the last
@@ -164,13 +179,14 @@ class DetectionSchedule:
         return self.analyser.detect_view(self.analyser.search_view(image, self.settings), self.settings)
 
     def state(self) -> ScheduleState:
-        return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells, self.proposed)
+        return ScheduleState(seen_to_saved(self.seen), self.stretch, self.faceless.cells, self.proposed, self.searched)
 
     def restore(self, state: ScheduleState) -> None:
         """Back to ``state`` (a resumed run; a chunk tried again after running out of memory)."""
         self.seen = seen_from_saved(state.followed)
         self.stretch = state.stretch
         self.proposed = state.proposed
+        self.searched = state.searched
         self.probed_ahead = None
         if state.faceless is None:
             self.faceless.forget()
@@ -336,27 +352,46 @@ class DetectionSchedule:
     def probe_whole(
         self, image: FrameImage, view: SearchView, cells: np.ndarray, index: int | None = None
     ) -> list[Detection]:
-        """A probe of the whole frame. In a stretch without faces, with HOG, only every
-        ``FULL_PROBE_EVERY``-th is the full search (HOG upsampled: its smallest faces); the others,
-        under half the cost on a moving camera that the change gate cannot skip, are ``probe_cheaply``: a
-        face only the full search finds (small, and missed by BlazeFace) waits for the next full probe.
-        With faces in view every probe is in full, so a small face joining them is found at once."""
-        if not proposes(self.settings) or self.seen_boxes() or self.proposed >= FULL_PROBE_EVERY - 1:
+        """A probe of the whole frame. With HOG, only every ``FULL_PROBE_EVERY``-th is the full search
+        (HOG upsampled: its smallest faces); the others, under half the cost (a moving camera that the
+        change gate cannot skip, or faces in view), are ``probe_cheaply``: a face only the full search
+        finds (under twice HOG's smallest, and missed by BlazeFace) waits for the next full probe, at most
+        ``FULL_PROBE_EVERY`` probes later; a larger one is found by the next probe, as by a full one."""
+        if self.next_probe_full(faces_in_view=bool(self.seen_boxes())):
             self.proposed = 0
             self.stats.frames_full += 1
             ahead = self.prefetch.take(index) if self.prefetch is not None and index is not None else None
             return self.detect_whole(view, cells, ahead)
         self.proposed += 1
-        self.stats.probes_proposed += 1
-        return self.probe_cheaply(image, view)
+        return self.probe_cheaply(image, view, cells)
 
-    def probe_cheaply(self, image: FrameImage, view: SearchView) -> list[Detection]:
-        """HOG on the search view without upsampling (a quarter of the pixels: faces from twice the smallest
-        size), then HOG in a crop around each of BlazeFace's candidates that it did not find
-        (``FaceAnalyser.propose``): every face reported is one HOG found."""
+    def probe_cheaply(self, image: FrameImage, view: SearchView, cells: np.ndarray) -> list[Detection]:
+        """A probe of the whole frame that is not the full search. With faces in view and HOG: the areas
+        that changed since the last full search (``changed_beside``), leaving out the crops around the
+        faces followed, where HOG searches them again (``found_around``, at any size, as between probes);
+        when too much changed (a moving camera), or with no face in view: HOG on the search view without
+        upsampling (a quarter of the pixels: faces from twice the smallest size), around the faces
+        followed, then around each of BlazeFace's candidates that neither found (``FaceAnalyser.propose``).
+        Every face reported is one HOG found."""
+        followed = self.seen_boxes()
+        height, width = view.image.shape[:2]
+        areas = None
+        if followed and self.searched is not None and self.analyser.area_search_pays(self.settings):
+            beside = [roi_box(box * view.scale, width, height) for box in followed]
+            areas = changed_beside(self.searched, cells, width, height, beside)
+        if areas is not None:
+            self.stats.probes_of_areas += 1
+            found = self.analyser.detect_in_areas(view, areas, self.settings) if areas else []
+            return self.found_around(image, followed, found)
+        self.stats.probes_proposed += 1
         found = self.analyser.detect_view(SearchView(view.image, view.scale, 0), self.settings)
-        candidates = self.analyser.propose(image, self.settings)
-        rest = [box for box in candidates if not any(_overlaps(box, other.bbox) for other in found)]
+        found = self.found_around(image, followed, found)
+        return self.found_around(image, self.analyser.propose(image, self.settings), found)
+
+    def found_around(self, image: FrameImage, boxes: Sequence[Points], found: list[Detection]) -> list[Detection]:
+        """``found`` with what HOG finds in a crop around each of ``boxes`` that none of them overlaps
+        (``FaceAnalyser.hog_around``, in the Y plane as decoded)."""
+        rest = [box for box in boxes if not any(_overlaps(box, other.bbox) for other in found)]
         if not rest:
             return found
         grey, _ = image.luma(max(image.width, image.height))
@@ -368,10 +403,12 @@ class DetectionSchedule:
         """A full-frame detection of a video frame (``ahead``: its result, computed ahead by ``full_search``);
         an empty frame becomes the one probes compare with."""
         found = self.analyser.detect_view(view, self.settings) if ahead is None else ahead
+        searched = thumbnail(view.image) if cells is None else cells
+        self.searched = searched
         if found:
             self.faceless.forget()
         else:
-            self.faceless.keep(thumbnail(view.image) if cells is None else cells)
+            self.faceless.keep(searched)
         return found
 
     def analyse_whole(self, image: FrameImage, index: int, timestamp: float, search: FaceSearch) -> FrameAnalysis:

@@ -49,7 +49,8 @@ STRETCH_GROWTH = 4
 """How many intervals a group may span while nothing new shows up."""
 FULL_PROBE_EVERY = 4
 """With HOG (the default detector), a probe of the whole frame searches it in full only every this many
-times; the others search around the faces followed and BlazeFace's candidates (``probe_whole``)."""
+times; the others search what changed since the last full search, or without upsampling, around the
+faces followed and BlazeFace's candidates (``probe_whole``)."""
 ROI_MARGIN = 0.75
 """The crop searched around a followed face: its box grown by this many box sizes on each side."""
 
@@ -63,7 +64,8 @@ class ScheduleStats:
     frames_skipped: int = 0
     """Frames without any detection: their group had no face at either end."""
     probes_of_areas: int = 0
-    """Probes that searched only the areas changed since a faceless frame (``change_gate.py``)."""
+    """Probes that searched only the areas changed since a faceless frame, or with faces in view since the
+    last full-frame detection, beside the faces followed (``change_gate.py``)."""
     probes_unchanged: int = 0
     """Probes without any detection: nothing had changed since a faceless frame."""
     faces_followed_by_mesh: int = 0
@@ -110,20 +112,34 @@ class ScheduleState:
     faceless: np.ndarray | None = None
     """The cells of the last frame a full-frame detection found empty (``change_gate.py``)."""
     proposed: int = 0
-    """Whole-frame probes in a row that searched only candidates (``FULL_PROBE_EVERY``)."""
+    """Whole-frame probes in a row that were not full searches (``FULL_PROBE_EVERY``)."""
+    searched: np.ndarray | None = None
+    """The cells of the last frame a full-frame detection searched, faces found or not (``change_gate.py``)."""
 
     def to_json(self) -> dict[str, Any]:
-        cells = array_to_json(self.faceless, np.uint8) if self.faceless is not None else None
         followed = None if self.followed is None else [list(box) for box in self.followed]
-        return {"followed": followed, "stretch": self.stretch, "faceless": cells, "proposed": self.proposed}
+        return {
+            "followed": followed,
+            "stretch": self.stretch,
+            "faceless": cells_to_json(self.faceless),
+            "proposed": self.proposed,
+            "searched": cells_to_json(self.searched),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScheduleState:
         followed = data.get("followed")
-        cells = data.get("faceless")
-        faceless = array_from_json(cells, np.uint8).astype(np.int16) if cells is not None else None
+        faceless, searched = cells_from_json(data.get("faceless")), cells_from_json(data.get("searched"))
         boxes = None if followed is None else tuple((float(a), float(b), float(c), float(d)) for a, b, c, d in followed)
-        return cls(boxes, int(data.get("stretch", 1)), faceless, int(data.get("proposed", 0)))
+        return cls(boxes, int(data.get("stretch", 1)), faceless, int(data.get("proposed", 0)), searched)
+
+
+def cells_to_json(cells: np.ndarray | None) -> Any:
+    return array_to_json(cells, np.uint8) if cells is not None else None
+
+
+def cells_from_json(data: Any) -> np.ndarray | None:
+    return array_from_json(data, np.uint8).astype(np.int16) if data is not None else None
 
 
 def box_width(box: Points) -> float:
