@@ -49,7 +49,7 @@ from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
 from facefusion_ui.video.output_format import OutputFormat, changed_reason, output_format
-from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
+from facefusion_ui.video.pieces import HELD_FRAMES, ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video_listing
 from facefusion_ui.video.quality import CRF_ENCODERS, VideoQuality, choose_quality, read_source_crf
 from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
@@ -83,7 +83,7 @@ def budget_for(settings: Settings, info: VideoInfo, output_scale: float = 1.0) -
         settings.video_chunk_size,
         settings.memory_threshold_mb,
         gpu_free_mb=gpus[0].free_mb if gpus else None,
-        held=largest_group(settings.face_detector_interval),
+        held=largest_group(settings.face_detector_interval) + HELD_FRAMES,  # and the untouched frames the writer keeps
         output_scale=output_scale,
     )
 

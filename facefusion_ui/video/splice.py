@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
+
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.commands import (
     RAW_PIXELS,
@@ -30,7 +32,7 @@ from facefusion_ui.video.commands import (
     trace_headers_args,
 )
 from facefusion_ui.video.ffmpeg import run_tool, stderr_tail
-from facefusion_ui.video.gops import Packets, cut_points, parse_packets
+from facefusion_ui.video.gops import Packets, cut_points, parse_packets, split_points
 from facefusion_ui.video.probe import VideoInfo
 
 SPLICE_ENCODERS = {"h264": "libx264", "hevc": "libx265", "vp9": "libvpx-vp9"}
@@ -157,11 +159,13 @@ def params_of(
 
 @dataclass(frozen=True)
 class CopySource:
-    """A source whose untouched GOPs can be copied: its packets, cuts and splice parameters."""
+    """A source whose untouched GOPs can be copied: its packets, cuts and splice parameters, and where a
+    GOP's head can be split off and copied (``gops.split_points``)."""
 
     packets: Packets
     cuts: list[int]
     params: SpliceParams
+    splits: np.ndarray
 
 
 def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | None:
@@ -218,4 +222,4 @@ def probe_copy_source(ffmpeg: str, info: VideoInfo, listing: str | None = None) 
     params = params_of(info.codec, trace_fields(traced.stderr), packets, source_crf_of(traced.stderr))
     if isinstance(params, str):
         return params
-    return CopySource(packets, cut_points(packets), params)
+    return CopySource(packets, cut_points(packets), params, split_points(packets))
