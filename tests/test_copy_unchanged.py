@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from fractions import Fraction
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.core import process
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import FfmpegError, InputError
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
@@ -42,6 +43,7 @@ from facefusion_ui.video.pieces import ChunkCopy, PieceSink
 from facefusion_ui.video.probe import probe_video
 from facefusion_ui.video.sparse import NOT_DECODED
 from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
+from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video_job import VideoPlan
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -568,6 +570,54 @@ def test_a_copied_piece_is_copied_once_it_is_whole(
     source_md5s, segment_md5s = frame_md5s(clip), frame_md5s(tmp_path / "segment.mp4")
     assert len(segment_md5s) == FRAMES and decode_errors(tmp_path / "segment.mp4") == ""
     assert [segment_md5s[i] for i in kept] == [source_md5s[i] for i in kept]
+
+
+def test_a_closed_encoder_finishes_beside_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer hands a closed encoder's flush (x264's lookahead and frame threads) to the copier's
+    threads and goes on with the next frames; the chunk's end waits for it, and an encoder that fails
+    while finishing fails the chunk there."""
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    info = probe_video(clip)
+    source = probe_copy_source(ffmpeg(), info)
+    assert not isinstance(source, str)
+    raw = subprocess.run(
+        [ffmpeg(), "-v", "error", "-i", str(clip), "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    frames = np.frombuffer(raw, dtype=np.uint8).reshape(FRAMES, 360, 320)
+    started, flushed = threading.Event(), threading.Event()
+    closes: list[str] = []
+    close = FrameWriter.close
+
+    def slow_close(writer: FrameWriter) -> None:
+        closes.append(threading.current_thread().name)
+        started.set()
+        assert flushed.wait(timeout=60)
+        close(writer)
+
+    monkeypatch.setattr(FrameWriter, "close", slow_close)
+    for fails in (False, True):
+        copy = ChunkCopy(source, gops_in(source.cuts, 0, FRAMES, FRAMES))
+        segment = tmp_path / f"segment_{fails}.mp4"
+        sink = PieceSink(ffmpeg(), info, Chunk(0, 0, FRAMES), segment, settings(), copy)
+        started.clear()
+        flushed.clear()
+        for index in range(FRAMES):
+            sink.put(index, frames[index], FACE[0] <= index < FACE[1])
+        assert started.wait(timeout=60)
+        assert [name.startswith("piece-copy") for name in closes] == [True], "put went on while it flushed"
+        if fails:
+            sink.finishing[0][0].process.kill()
+        flushed.set()
+        if fails:
+            with pytest.raises(FfmpegError, match="the encoder failed"):
+                sink.close()
+            assert not segment.exists() and list(tmp_path.glob("piece_*")) == []
+        else:
+            sink.close()
+            assert frame_md5s(segment)[: 2 * GOP] == frame_md5s(clip)[: 2 * GOP]
+        closes.clear()
 
 
 def test_copy_piece_and_join_commands() -> None:
