@@ -10,6 +10,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +50,10 @@ from facefusion_ui.video.commands import assemble_args, audio_codec_args, concat
 from facefusion_ui.video.ffmpeg import ffmpeg_failure, resolve_ffmpeg, run_tool
 from facefusion_ui.video.gops import gops_in, plan_chunks_on_cuts
 from facefusion_ui.video.output_format import OutputFormat, changed_reason, output_format
-from facefusion_ui.video.pieces import ChunkCopy, SpliceFailed
+from facefusion_ui.video.pieces import HELD_FRAMES, ChunkCopy, SpliceFailed
 from facefusion_ui.video.probe import VideoInfo, probe_video_listing
 from facefusion_ui.video.quality import CRF_ENCODERS, VideoQuality, choose_quality, read_source_crf
-from facefusion_ui.video.splice import CopySource, probe_copy_source, static_reason
+from facefusion_ui.video.splice import CopySource, EarlyProbes, probe_copy_source, static_reason
 from facefusion_ui.video.stream import ChunkRun, ChunkTask, FrameStages, raise_if_cancelled, read_frame, run_chunk
 from facefusion_ui.video.yuv import even_size
 
@@ -83,7 +84,7 @@ def budget_for(settings: Settings, info: VideoInfo, output_scale: float = 1.0) -
         settings.video_chunk_size,
         settings.memory_threshold_mb,
         gpu_free_mb=gpus[0].free_mb if gpus else None,
-        held=largest_group(settings.face_detector_interval),
+        held=largest_group(settings.face_detector_interval) + HELD_FRAMES,  # and the untouched frames the writer keeps
         output_scale=output_scale,
     )
 
@@ -128,14 +129,18 @@ class VideoPlan:
 
     @classmethod
     def make(cls, settings: Settings, target: Path, output: Path, ffmpeg: str) -> VideoPlan:
-        info, listing = probe_video_listing(target)
-        first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
-        if last <= first:
-            raise InputError(
-                f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of {target} "
-                f"({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
-            )
-        return cls.of(settings, info, (first, last), output, ffmpeg, listing=listing)
+        """The job's plan; the ffmpeg runs the copy path and the quality need (``splice.EarlyProbes``) run
+        beside the video's own probe: each one stands between the command and the first frame."""
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="plan-probe") as pool:
+            early = EarlyProbes.start(pool, ffmpeg, target)
+            info, listing = probe_video_listing(target)
+            first, last = frame_range(info.frame_count, settings.trim_frame_start, settings.trim_frame_end)
+            if last <= first:
+                raise InputError(
+                    f"the trim range {settings.trim_frame_start}-{settings.trim_frame_end} holds no frame of "
+                    f"{target} ({info.frame_count} frames): fix --trim-frame-start/--trim-frame-end"
+                )
+            return cls.of(settings, info, (first, last), output, ffmpeg, listing=listing, early=early)
 
     @classmethod
     def of(
@@ -148,10 +153,12 @@ class VideoPlan:
         resize: Resize | None = None,
         listing: str | None = None,
         known: VideoQuality | None = None,
+        early: EarlyProbes | None = None,
     ) -> VideoPlan:
         """The plan for the frames ``[first, last)``; ``resize``: the encoded size the processors make;
         ``listing``: the source's packets as probing listed them (``probe.probe_video_listing``); ``known``:
-        a quality chosen for this source before (its source CRF is not read again)."""
+        a quality chosen for this source before (its source CRF is not read again); ``early``: the copy
+        path's ffmpeg runs, started already."""
         first, last = frames
         size = even_size(info.width, info.height)
         encoded = resize(*size) if resize is not None else size
@@ -170,10 +177,10 @@ class VideoPlan:
             copy, reason = None, changed
             chunks = plan_chunks(first, last, length)
         else:
-            copy, reason = copy_source_for(settings, info, output, ffmpeg, listing)
+            copy, reason = copy_source_for(settings, info, output, ffmpeg, listing, early)
             chunks = plan_chunks_on_cuts(first, last, length, copy.cuts) if copy else plan_chunks(first, last, length)
         resized = encoded if encoded != size else None
-        quality = quality_for(settings, info, ffmpeg, copy, known)
+        quality = quality_for(settings, info, ffmpeg, copy, known, early)
         settings = settings.with_items(output_video_quality=quality.quality)
         reason_left = None if copy else reason
         return cls(info, first, last, budget, settings, length, chunks, resized, copy, reason_left, made, quality)
@@ -188,7 +195,12 @@ class VideoPlan:
 
 
 def quality_for(
-    settings: Settings, info: VideoInfo, ffmpeg: str, copy: CopySource | None, known: VideoQuality | None = None
+    settings: Settings,
+    info: VideoInfo,
+    ffmpeg: str,
+    copy: CopySource | None,
+    known: VideoQuality | None = None,
+    early: EarlyProbes | None = None,
 ) -> VideoQuality:
     """The quality the job encodes at (``video/quality.py``); the source's CRF is read from its stream
     only when no quality is set, the encoder works by CRF and neither the copy path nor an earlier plan
@@ -197,12 +209,17 @@ def quality_for(
     source_crf = copy.params.source_crf if copy is not None else known.source_crf if known is not None else None
     unread = copy is None and known is None
     if unread and settings.output_video_quality is None and encoder in CRF_ENCODERS:
-        source_crf = read_source_crf(ffmpeg, Path(info.path))
+        source_crf = read_source_crf(ffmpeg, Path(info.path), early)
     return choose_quality(settings.output_video_quality, encoder, source_crf)
 
 
 def copy_source_for(
-    settings: Settings, info: VideoInfo, output: Path, ffmpeg: str, listing: str | None = None
+    settings: Settings,
+    info: VideoInfo,
+    output: Path,
+    ffmpeg: str,
+    listing: str | None = None,
+    early: EarlyProbes | None = None,
 ) -> tuple[CopySource | None, str]:
     """The source to copy untouched GOPs from, or None and why every frame is encoded instead; with
     ``--video-copy-unchanged on`` a reason is an InputError."""
@@ -210,7 +227,7 @@ def copy_source_for(
     if mode == "off":
         return None, "--video-copy-unchanged off"
     reason = static_reason(settings, info, output)
-    found = probe_copy_source(ffmpeg, info, listing) if reason is None else reason
+    found = probe_copy_source(ffmpeg, info, listing, early) if reason is None else reason
     if isinstance(found, CopySource):
         return found, ""
     if mode == "on":

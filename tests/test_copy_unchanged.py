@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from fractions import Fraction
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.core import process
-from facefusion_ui.errors import InputError
+from facefusion_ui.errors import FfmpegError, InputError
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.job import RunContext, SwapJob
@@ -37,10 +38,12 @@ from facefusion_ui.types import Frame
 from facefusion_ui.video.chunks import Chunk
 from facefusion_ui.video.commands import copy_piece_args, join_pieces_args, splice_encode_args
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
-from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts
+from facefusion_ui.video.gops import Packets, cut_points, gops_in, parse_packets, plan_chunks_on_cuts, split_points
 from facefusion_ui.video.pieces import ChunkCopy, PieceSink
 from facefusion_ui.video.probe import probe_video
+from facefusion_ui.video.sparse import NOT_DECODED
 from facefusion_ui.video.splice import SpliceParams, probe_copy_source, source_crf_of, trace_fields
+from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video_job import VideoPlan
 from tests.conftest import ROOT
 from tests.support import media, videos
@@ -109,6 +112,13 @@ def frame_md5s(path: Path) -> list[str]:
     return [line.split(",")[-1].strip() for line in listed.splitlines() if line and not line.startswith("#")]
 
 
+def split_before(clip: Path, frame: int) -> int:
+    """The last clean split at or before ``frame`` (``gops.split_points``): where the face's encoder opens."""
+    source = probe_copy_source(ffmpeg(), probe_video(clip))
+    assert not isinstance(source, str)
+    return max(index for index in range(frame + 1) if source.splits[index])
+
+
 def decode_errors(path: Path) -> str:
     completed = subprocess.run(
         [ffmpeg(), "-hide_banner", "-v", "error", "-i", str(path), "-f", "null", "-"], capture_output=True, text=True
@@ -155,7 +165,15 @@ def test_untouched_gops_are_copied_bit_exact(
     clip = make_clip(tmp_path, name, encoder)
     output = tmp_path / output_name
     stats = run(face, clip, output, shared_runtime, output_video_encoder=encoder)
-    assert copy_counts(stats) == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
+    split = split_before(clip, FACE[0])
+    assert 2 * GOP < split <= FACE[0], "the head of the face's first GOP is copied"
+    head = split - 2 * GOP
+    assert copy_counts(stats) == {
+        "gops_copied": 4,
+        "gops_encoded": 2,
+        "frames_copied": 100 + head,
+        "fallback_reason": None,
+    }
     assert stats["faces_swapped"] == FACE[1] - FACE[0]
     source, result = probe_video(clip), probe_video(output)
     assert result.frame_count == source.frame_count == FRAMES
@@ -163,7 +181,7 @@ def test_untouched_gops_are_copied_bit_exact(
     assert result.codec == source.codec and (result.width, result.height) == (source.width, source.height)
     assert decode_errors(output) == ""
     want, got = frame_md5s(clip), frame_md5s(output)
-    encoded = range(2 * GOP, 4 * GOP)
+    encoded = range(split, 4 * GOP)
     assert [i for i in range(FRAMES) if want[i] != got[i]] != []
     assert all(want[i] == got[i] for i in range(FRAMES) if i not in encoded), "untouched frames are bit-exact"
     assert all(want[i] != got[i] for i in range(*FACE)), "the face frames are swapped"
@@ -229,7 +247,12 @@ def test_the_face_debugger_draws_on_the_face_frames_alone(
     stats = run(face, clip, tmp_path / "out.mp4", shared_runtime, processors=["face_debugger"])
     assert sorted(applied) == list(range(*FACE))
     assert stats["faces_annotated"] == FACE[1] - FACE[0]
-    assert copy_counts(stats) == {"gops_copied": 4, "gops_encoded": 2, "frames_copied": 100, "fallback_reason": None}
+    assert copy_counts(stats) == {
+        "gops_copied": 4,
+        "gops_encoded": 2,
+        "frames_copied": 100 + split_before(clip, FACE[0]) - 2 * GOP,
+        "fallback_reason": None,
+    }
 
 
 def test_a_camera_pan_without_faces_is_copied_whole_with_blazeface(
@@ -270,11 +293,13 @@ def test_off_encodes_everything_and_trimming_encodes_the_cut_gops(
     assert stats["copy"]["fallback_reason"] == "--video-copy-unchanged off" and stats["copy"]["gops_copied"] == 0
     trimmed = tmp_path / "trimmed.mp4"
     stats = run(face, clip, trimmed, shared_runtime, trim_frame_start=10, trim_frame_end=140)
-    # frames 10-24 and 125-139 are parts of GOPs: encoded; GOPs 1 and 4 are copied
-    assert copy_counts(stats) == {"gops_copied": 2, "gops_encoded": 4, "frames_copied": 50, "fallback_reason": None}
+    # frames 10-24 and 125-139 are parts of GOPs: encoded; GOPs 1 and 4 are copied, and GOP 2's head
+    split = split_before(clip, FACE[0])
+    counts = {"gops_copied": 2, "gops_encoded": 4, "frames_copied": 50 + split - 2 * GOP, "fallback_reason": None}
+    assert copy_counts(stats) == counts
     want, got = frame_md5s(clip)[10:140], frame_md5s(trimmed)
     assert len(got) == 130 and decode_errors(trimmed) == ""
-    assert got[15:40] == want[15:40] and got[90:115] == want[90:115]
+    assert got[15 : split - 10] == want[15 : split - 10] and got[90:115] == want[90:115]
 
 
 def cli(face: Path, clip: Path, output: Path, home: Path, hold: str = "") -> subprocess.Popen[str]:
@@ -315,7 +340,8 @@ def test_a_killed_run_resumes_to_the_same_bytes(face: Path, tmp_path: Path) -> N
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     summary = json.loads(out)
-    assert summary["chunks_skipped"] == kept and summary["copy"]["frames_copied"] == 100
+    head = split_before(clip, FACE[0]) - 2 * GOP
+    assert summary["chunks_skipped"] == kept and summary["copy"]["frames_copied"] == 100 + head
     assert hashlib.sha256(output.read_bytes()).hexdigest() == hashlib.sha256(whole.read_bytes()).hexdigest()
 
 
@@ -383,6 +409,15 @@ def test_an_open_gop_keyframe_is_no_cut() -> None:
     pts = np.array([0, 1024, 512, 2048, 1536, 2560])
     packets = Packets(Fraction(1, 12800), pts - 1024, pts, np.array([1, 0, 0, 1, 0, 0], bool))
     assert cut_points(packets) == [0]
+    # frames 0 | 2 1 | 4 3 | 5 in decode order: the splits fall between the groups
+    assert split_points(packets).tolist() == [True, True, False, True, False, True]
+
+
+def test_a_gop_splits_between_its_b_frame_groups() -> None:
+    """Decode order 0 | 4 2 1 3 | 5 | 6 (frames): before frame 1 every packet so far shows first, and
+    before 5 and 6; not inside the group of 4 whose B-frames show before it."""
+    assert split_points(parse_packets(FRAMECRC)).tolist() == [True, True, False, False, False, True, True]
+    assert split_points(Packets(Fraction(1, 25), np.arange(0), np.arange(0), np.zeros(0, bool))).tolist() == []
 
 
 def test_gops_over_a_range_and_chunks_on_cuts() -> None:
@@ -491,15 +526,30 @@ def test_planning_a_copy_lists_the_sources_packets_once(tmp_path: Path, monkeypa
     assert len([run for run in runs if "trace_headers" in run]) == 1, runs
 
 
-def test_a_copied_piece_is_copied_once_it_is_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sparse", [False, True], ids=["decoded", "placeholders"])
+def test_a_copied_piece_is_copied_once_it_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sparse: bool
+) -> None:
     """The stretch before a face is copied while the frames after it are still coming (an encoder opened
-    after it: nothing extends it any more), the rest at the chunk's end; the copied frames stay bit-exact."""
+    after it: nothing extends it any more), the rest at the chunk's end; the copied frames stay bit-exact.
+    The face's GOP is split before its first face frame: its head copied with the stretch before, the
+    encoder fed the untouched frames from the split as they passed, or (``sparse``: the frames before the
+    face came as placeholders) decoded again from the split, never from the GOP's start."""
     clip = make_clip(tmp_path, "clip.mp4", "libx264")
     info = probe_video(clip)
     source = probe_copy_source(ffmpeg(), info)
     assert not isinstance(source, str)
+    split = split_before(clip, FACE[0])
     copy = ChunkCopy(source, gops_in(source.cuts, 0, FRAMES, FRAMES))
     sink = PieceSink(ffmpeg(), info, Chunk(0, 0, FRAMES), tmp_path / "segment.mp4", settings(), copy)
+    decoded_again: list[tuple[int, int]] = []
+    decode = PieceSink._decode
+
+    def counted(self: PieceSink, start: int, count: int) -> Any:
+        decoded_again.append((start, count))
+        return decode(self, start, count)
+
+    monkeypatch.setattr(PieceSink, "_decode", counted)
     raw = subprocess.run(
         [ffmpeg(), "-v", "error", "-i", str(clip), "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
         capture_output=True,
@@ -509,14 +559,65 @@ def test_a_copied_piece_is_copied_once_it_is_whole(tmp_path: Path) -> None:
     started: dict[int, list[int]] = {}
     for index in range(FRAMES):
         frame = np.frombuffer(raw[index * size : (index + 1) * size], dtype=np.uint8).reshape(360, 320)
-        sink.put(index, frame, FACE[0] <= index < FACE[1])
+        sink.put(index, NOT_DECODED if sparse and index < FACE[0] else frame, FACE[0] <= index < FACE[1])
         started[index] = sorted(sink.copies)
-    assert started[FACE[0] - 1] == [] and started[FACE[0]] == [0]  # frames 0-49, once GOP 50's encoder opened
+    assert started[FACE[0] - 1] == [] and started[FACE[0]] == [0]  # frames 0 to the split, once the encoder opened
+    assert decoded_again == ([(split, FACE[0] - split)] if sparse and split < FACE[0] else [])
     counts = sink.close()
     assert sorted(sink.copies) == [0, 100] and counts.gops_copied == 4 and counts.gops_encoded == 2
-    kept = [i for i in range(FRAMES) if not 50 <= i < 100]
+    assert counts.frames_copied == 100 + split - 2 * GOP
+    kept = [i for i in range(FRAMES) if not split <= i < 100]
     source_md5s, segment_md5s = frame_md5s(clip), frame_md5s(tmp_path / "segment.mp4")
+    assert len(segment_md5s) == FRAMES and decode_errors(tmp_path / "segment.mp4") == ""
     assert [segment_md5s[i] for i in kept] == [source_md5s[i] for i in kept]
+
+
+def test_a_closed_encoder_finishes_beside_the_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer hands a closed encoder's flush (x264's lookahead and frame threads) to the copier's
+    threads and goes on with the next frames; the chunk's end waits for it, and an encoder that fails
+    while finishing fails the chunk there."""
+    clip = make_clip(tmp_path, "clip.mp4", "libx264")
+    info = probe_video(clip)
+    source = probe_copy_source(ffmpeg(), info)
+    assert not isinstance(source, str)
+    raw = subprocess.run(
+        [ffmpeg(), "-v", "error", "-i", str(clip), "-map", "0:v:0", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    frames = np.frombuffer(raw, dtype=np.uint8).reshape(FRAMES, 360, 320)
+    started, flushed = threading.Event(), threading.Event()
+    closes: list[str] = []
+    close = FrameWriter.close
+
+    def slow_close(writer: FrameWriter) -> None:
+        closes.append(threading.current_thread().name)
+        started.set()
+        assert flushed.wait(timeout=60)
+        close(writer)
+
+    monkeypatch.setattr(FrameWriter, "close", slow_close)
+    for fails in (False, True):
+        copy = ChunkCopy(source, gops_in(source.cuts, 0, FRAMES, FRAMES))
+        segment = tmp_path / f"segment_{fails}.mp4"
+        sink = PieceSink(ffmpeg(), info, Chunk(0, 0, FRAMES), segment, settings(), copy)
+        started.clear()
+        flushed.clear()
+        for index in range(FRAMES):
+            sink.put(index, frames[index], FACE[0] <= index < FACE[1])
+        assert started.wait(timeout=60)
+        assert [name.startswith("piece-copy") for name in closes] == [True], "put went on while it flushed"
+        if fails:
+            sink.finishing[0][0].process.kill()
+        flushed.set()
+        if fails:
+            with pytest.raises(FfmpegError, match="the encoder failed"):
+                sink.close()
+            assert not segment.exists() and list(tmp_path.glob("piece_*")) == []
+        else:
+            sink.close()
+            assert frame_md5s(segment)[: 2 * GOP] == frame_md5s(clip)[: 2 * GOP]
+        closes.clear()
 
 
 def test_copy_piece_and_join_commands() -> None:

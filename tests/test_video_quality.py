@@ -28,7 +28,7 @@ from facefusion_ui.video.quality import (
     quality_of_crf,
     read_source_crf,
 )
-from facefusion_ui.video.splice import SpliceParams
+from facefusion_ui.video.splice import EarlyProbes, SpliceParams
 from tests.support import media, videos
 
 FRAMES = 50
@@ -153,9 +153,9 @@ def test_a_plan_for_processors_that_resize_reads_the_source_crf_no_more(
 
     reads: list[Path] = []
 
-    def counted(ffmpeg: str, source: Path) -> float | None:
+    def counted(ffmpeg: str, source: Path, early: EarlyProbes | None = None) -> float | None:
         reads.append(source)
-        return read_source_crf(ffmpeg, source)
+        return read_source_crf(ffmpeg, source, early)
 
     monkeypatch.setattr(video_job, "read_source_crf", counted)
     settings = Settings(video_copy_unchanged="off")

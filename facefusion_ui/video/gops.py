@@ -74,6 +74,21 @@ def parse_packets(text: str) -> Packets:
     return Packets(time_base, as_array(dts, np.int64), as_array(pts, np.int64), as_array(key, bool), sar)
 
 
+def split_points(packets: Packets) -> np.ndarray:
+    """Whether the stream splits cleanly before each frame (presentation numbering): every packet before
+    it in decode order shows before every packet from it on. The packets before such a split are then
+    exactly the frames before it, and decode by themselves (a packet references only packets decoded
+    before it), so a GOP's head up to a split can be copied and the rest encoded from a new keyframe:
+    with B-frames the splits fall between mini-GOPs (every 4 frames or fewer for x264's default 3
+    B-frames), without them before every frame. Frame 0 is a split; frames past the last packet are not."""
+    pts = packets.pts
+    splits = np.zeros(packets.count, dtype=bool)
+    if packets.count:
+        splits[0] = True
+        splits[1:] = np.maximum.accumulate(pts)[:-1] < np.minimum.accumulate(pts[::-1])[::-1][1:]
+    return splits
+
+
 def cut_points(packets: Packets) -> list[int]:
     """Frames (presentation numbering) where the stream can be cut: clean keyframes, frame 0 included.
 

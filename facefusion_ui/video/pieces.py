@@ -2,15 +2,20 @@
 others decoded frames go through an encoder that splices into them (``splice.py``); the pieces are
 joined into the chunk's segment, which is checked frame for frame before it counts.
 
-The writer sees the frames in order with whether a processor changed them. An encoder opens at the first
-changed frame of a GOP (the GOP's untouched frames before it are decoded again from the source, as the
-pipeline would have passed them on) and stays open while each next GOP starts with a changed frame; a
-GOP that starts untouched closes it. Each decision depends only on the frames, so a rerun of the chunk
+The writer sees the frames in order with whether a processor changed them. An encoder opens at the last
+clean split (``gops.split_points``) at or before a GOP's first changed frame: the GOP's head before the
+split is copied like an untouched GOP, and the encoder starts a new keyframe there, with the untouched
+frames from the split on (at most ``HELD_FRAMES``, kept as they passed; decoded again from the source
+where they were not all decoded). It stays open while each next GOP starts with a changed frame; a GOP
+that starts untouched closes it. Each decision depends only on the frames, so a rerun of the chunk
 (a resume) makes the same pieces, byte for byte.
 
 A copied piece is copied as soon as it is whole (an encoder opened after it), on a thread beside the
 pipeline, and the pieces still to copy at the chunk's end are copied side by side: the copies are ffmpeg
-runs that would otherwise stand, one after another, between the chunk's last frame and its segment.
+runs that would otherwise stand, one after another, between the chunk's last frame and its segment. An
+encoder that closes finishes on those threads too: the frames x264 still holds (its lookahead, B-frames
+and frame threads: about 20) took 0.6 s to flush on a busy 2-core machine, while the writer, and behind
+it the pipeline, waited.
 """
 
 from __future__ import annotations
@@ -44,7 +49,11 @@ from facefusion_ui.video.writer import FrameWriter
 from facefusion_ui.video.yuv import frame_bytes
 
 COPIERS = 2
-"""Pieces copied at the same moment (stream copies: reading and writing, little CPU)."""
+"""Pieces copied (stream copies: reading and writing, little CPU) or encoders finishing at the same moment."""
+HELD_FRAMES = 4
+"""The untouched frames since the last split that the writer keeps for an encoder that may open at it:
+x264's and x265's default B-frames split a GOP every 4 or 5 frames (further apart, the frames are decoded
+again). The memory budget counts them (``video_job``)."""
 
 
 class SpliceFailed(FfmpegError):
@@ -97,6 +106,13 @@ class PieceSink:
     copies: dict[int, Future[None]] = field(default_factory=dict)
     """The copies started, by the piece's first frame."""
     copier: ThreadPoolExecutor | None = None
+    finishing: list[tuple[FrameWriter, Future[None]]] = field(default_factory=list)
+    """The encoders closed, finishing their pieces on the copier's threads."""
+    split: int = 0
+    """The last split at or before the frame being put, while no encoder is open (where one would open)."""
+    held: list[np.ndarray] | None = field(default_factory=list)
+    """The untouched frames from ``split`` on, as they passed; None when they were more than
+    ``HELD_FRAMES`` or not all decoded (``sparse.py``'s placeholders)."""
 
     def put(self, index: int, data: np.ndarray, changed: bool) -> None:
         gop = self.copy.gops[self.gop_index]
@@ -107,10 +123,14 @@ class PieceSink:
         must_encode = changed or not gop.whole or self.copy.encode_all
         if index == gop.start and self.encoder is not None and not must_encode:
             self._close_encoder(index)
-        if self.encoder is None and must_encode:
-            encoder = self._open_encoder(gop.start)
-            for frame in self._decode(gop.start, index - gop.start):
-                encoder.write(frame)
+        if self.encoder is None:
+            if index == gop.start or bool(self.copy.source.splits[index]):
+                self.split, self.held = index, []
+            if must_encode:
+                self._open_at_split(gop, index)
+            elif self.held is not None:
+                keep = data.size > 0 and len(self.held) < HELD_FRAMES
+                self.held = [*self.held, data] if keep else None
         self.gop_encoded = self.gop_encoded or must_encode
         if self.encoder is not None:
             if data.size == 0:  # not decoded (``sparse.py``: never in a GOP that is encoded): decoded now
@@ -122,13 +142,29 @@ class PieceSink:
             self.counts.gops_encoded += 1
         else:
             self.counts.gops_copied += 1
-            self.counts.frames_copied += gop.frames
-            last = self.pieces[-1] if self.pieces else None
-            if last is not None and last.copied and last.end == gop.start:
-                last.end = gop.end
-            else:
-                self.pieces.append(Piece(gop.start, gop.end, True, self._piece_path(gop.start, "copy")))
+            self._copied(gop.start, gop.end)
         self.gop_encoded = False
+
+    def _open_at_split(self, gop: Gop, index: int) -> None:
+        """Open an encoder at the last split before ``index``, the GOP's first changed frame: the GOP's
+        head before the split is copied, the untouched frames from it on are encoded first."""
+        split = self.split
+        if split > gop.start:
+            self._copied(gop.start, split)
+        encoder = self._open_encoder(split)
+        held = self.held if self.held is not None and len(self.held) == index - split else None
+        for frame in held if held is not None else self._decode(split, index - split):
+            encoder.write(frame)
+        self.held = []
+
+    def _copied(self, start: int, end: int) -> None:
+        """Frames ``[start, end)`` are copied: the last piece extended when it is a copy that ends there."""
+        self.counts.frames_copied += end - start
+        last = self.pieces[-1] if self.pieces else None
+        if last is not None and last.copied and last.end == start:
+            last.end = end
+        else:
+            self.pieces.append(Piece(start, end, True, self._piece_path(start, "copy")))
 
     def _piece_path(self, start: int, kind: str) -> Path:
         return self.segment.parent / f"piece_{self.chunk.index:05d}_{start:09d}_{kind}.mp4"
@@ -156,7 +192,7 @@ class PieceSink:
         assert self.encoder is not None
         encoder, self.encoder = self.encoder, None
         self.pieces[-1].end = end
-        encoder.close()
+        self.finishing.append((encoder, self._copier().submit(encoder.close)))
 
     def _decode(self, start: int, count: int) -> Iterator[np.ndarray]:
         """Frames ``[start, start + count)`` decoded again, exactly as the pipeline's decoder gave them."""
@@ -187,8 +223,8 @@ class PieceSink:
             for piece in self.pieces:
                 if piece.copied:
                     self._copy_soon(piece)
-            for copying in list(self.copies.values()):
-                copying.result()
+            for running in [*self.copies.values(), *(finished for _, finished in self.finishing)]:
+                running.result()
             self._join()
             self._check()
         finally:
@@ -200,19 +236,24 @@ class PieceSink:
         if self.encoder is not None:
             self.encoder.abort()
             self.encoder = None
+        for encoder, finished in self.finishing:
+            if not finished.done():
+                encoder.abort()  # its close, on the copier's thread, then fails: nobody waits for it
         self._stop_copier()
         self._remove_pieces()
 
     def _copy_soon(self, piece: Piece) -> None:
         """Start copying ``piece`` (once) on the copier's threads."""
-        if piece.start in self.copies:
-            return
+        if piece.start not in self.copies:
+            self.copies[piece.start] = self._copier().submit(self._copy, piece)
+
+    def _copier(self) -> ThreadPoolExecutor:
         if self.copier is None:
             self.copier = ThreadPoolExecutor(max_workers=COPIERS, thread_name_prefix="piece-copy")
-        self.copies[piece.start] = self.copier.submit(self._copy, piece)
+        return self.copier
 
     def _stop_copier(self) -> None:
-        """Wait for the copies under way (an ffmpeg stream copy each), drop those not started."""
+        """Wait for the copies and encoders under way (an ffmpeg run each), drop those not started."""
         if self.copier is not None:
             self.copier.shutdown(wait=True, cancel_futures=True)
             self.copier = None

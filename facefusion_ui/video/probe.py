@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -243,13 +244,16 @@ def probe_video(path: Path) -> VideoInfo:
 
 def probe_video_listing(path: Path) -> tuple[VideoInfo, str]:
     """``probe_video``, and the video stream's packets as ``framecrc`` listed them (the copy path reads
-    them again with ``gops.parse_packets``: listing them a second time would read the whole file again)."""
+    them again with ``gops.parse_packets``: listing them a second time would read the whole file again),
+    listed beside the header's probe."""
     problem = file_problem(path)
     if problem is not None:
         raise InputError(f"video {path} {problem}: check the path", paths=(path,))
     ffmpeg = resolve_ffmpeg().path
-    header = probe_header(path)
-    packets = run_tool(packets_args(ffmpeg, path))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="packets") as pool:  # beside the header
+        listing = pool.submit(run_tool, packets_args(ffmpeg, path))
+        header = probe_header(path)
+        packets = listing.result()
     time_base, pts, durations = parse_framecrc(packets.stdout)
     if not pts:
         raise InputError(

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from facefusion_ui.video.commands import crf_for, trace_headers_args
 from facefusion_ui.video.ffmpeg import run_tool
-from facefusion_ui.video.splice import source_crf_of
+from facefusion_ui.video.splice import EarlyProbes, source_crf_of
 
 DEFAULT_VIDEO_QUALITY = 80
 """The quality when none is set and the source's CRF is not known (CRF 10 on x264's scale)."""
@@ -66,7 +66,9 @@ def choose_quality(setting: int | None, encoder: str, source_crf: float | None) 
     return VideoQuality(quality_of_crf(crf), crf, "source", source_crf)
 
 
-def read_source_crf(ffmpeg: str, source: Path) -> float | None:
+def read_source_crf(ffmpeg: str, source: Path, early: EarlyProbes | None = None) -> float | None:
     """The CRF the source's encoder wrote in its first frame, None when it wrote none (or ffmpeg failed:
-    the job then encodes at the default quality, and the decoder reports a broken file itself)."""
-    return source_crf_of(run_tool(trace_headers_args(ffmpeg, source), timeout_s=120).stderr)
+    the job then encodes at the default quality, and the decoder reports a broken file itself);
+    ``early``: its first frame's headers already read (``splice.EarlyProbes``)."""
+    traced = early.traced.result() if early is not None else run_tool(trace_headers_args(ffmpeg, source), 120)
+    return source_crf_of(traced.stderr)

@@ -14,10 +14,13 @@ the CRF the source was itself encoded with, which ``source_crf_of`` reads from t
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+import subprocess
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+
+import numpy as np
 
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.commands import (
@@ -30,7 +33,7 @@ from facefusion_ui.video.commands import (
     trace_headers_args,
 )
 from facefusion_ui.video.ffmpeg import run_tool, stderr_tail
-from facefusion_ui.video.gops import Packets, cut_points, parse_packets
+from facefusion_ui.video.gops import Packets, cut_points, parse_packets, split_points
 from facefusion_ui.video.probe import VideoInfo
 
 SPLICE_ENCODERS = {"h264": "libx264", "hevc": "libx265", "vp9": "libvpx-vp9"}
@@ -157,11 +160,13 @@ def params_of(
 
 @dataclass(frozen=True)
 class CopySource:
-    """A source whose untouched GOPs can be copied: its packets, cuts and splice parameters."""
+    """A source whose untouched GOPs can be copied: its packets, cuts and splice parameters, and where a
+    GOP's head can be split off and copied (``gops.split_points``)."""
 
     packets: Packets
     cuts: list[int]
     params: SpliceParams
+    splits: np.ndarray
 
 
 def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | None:
@@ -191,22 +196,38 @@ def static_reason(settings: Settings, info: VideoInfo, output: Path) -> str | No
     return None
 
 
-def encoder_available(ffmpeg: str, encoder: str) -> bool:
-    completed = run_tool(encoders_args(ffmpeg), timeout_s=60)
-    return any(line.split()[1:2] == [encoder] for line in completed.stdout.splitlines() if line.strip())
+@dataclass(frozen=True)
+class EarlyProbes:
+    """The ffmpeg runs planning a copy needs besides probing the video, started beside that probe (each
+    run stands between the command and the first frame): the first frame's headers (``trace_headers``:
+    the splice parameters and the source's CRF, ``quality.py``) and this ffmpeg's encoders."""
+
+    traced: Future[subprocess.CompletedProcess[str]]
+    encoders: Future[subprocess.CompletedProcess[str]]
+
+    @classmethod
+    def start(cls, pool: Executor, ffmpeg: str, source: Path) -> EarlyProbes:
+        traced = pool.submit(run_tool, trace_headers_args(ffmpeg, source), 120)
+        return cls(traced, pool.submit(run_tool, encoders_args(ffmpeg), 60))
+
+    def has_encoder(self, encoder: str) -> bool:
+        listed = self.encoders.result().stdout.splitlines()
+        return any(line.split()[1:2] == [encoder] for line in listed if line.strip())
 
 
-def probe_copy_source(ffmpeg: str, info: VideoInfo, listing: str | None = None) -> CopySource | str:
+def probe_copy_source(
+    ffmpeg: str, info: VideoInfo, listing: str | None = None, early: EarlyProbes | None = None
+) -> CopySource | str:
     """Packets, cuts and splice parameters of the source, or why it cannot be spliced. ``listing``: the
-    packets as ``probe.probe_video_listing`` listed them (None: listed here). The first frame's headers
-    are read beside the encoder check: each ffmpeg run here stands between the command and the first frame."""
+    packets as ``probe.probe_video_listing`` listed them (None: listed here); ``early``: the headers and
+    encoders runs already started (None: started here, side by side)."""
     encoder = SPLICE_ENCODERS[info.codec]
     source = Path(info.path)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-headers") as pool:
-        tracing = pool.submit(run_tool, trace_headers_args(ffmpeg, source), 120)
-        available = encoder_available(ffmpeg, encoder)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="copy-probe") as pool:
+        runs = early or EarlyProbes.start(pool, ffmpeg, source)
+        available = runs.has_encoder(encoder)
         listed = run_tool(packets_args(ffmpeg, source)) if listing is None and available else None
-        traced = tracing.result()
+        traced = runs.traced.result()
     if not available:
         return f"this ffmpeg has no {encoder} to encode {info.codec}"
     packets = parse_packets(listed.stdout if listed is not None else listing or "")
@@ -218,4 +239,4 @@ def probe_copy_source(ffmpeg: str, info: VideoInfo, listing: str | None = None) 
     params = params_of(info.codec, trace_fields(traced.stderr), packets, source_crf_of(traced.stderr))
     if isinstance(params, str):
         return params
-    return CopySource(packets, cut_points(packets), params)
+    return CopySource(packets, cut_points(packets), params, split_points(packets))
