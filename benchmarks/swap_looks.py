@@ -112,9 +112,9 @@ class Looks:
 
     def prepared(self, image: Frame) -> tuple[Face, WarpSource]:
         face = self.faces(image)[0]
-        mesh = self.swapper.warp_mesh(image, face)
-        assert mesh is not None
-        return face, WarpSource.of(image, mesh, self.settings.keep_source_glasses)
+        prepared = self.swapper.prepare_face(image, face)
+        assert prepared is not None
+        return face, prepared
 
     def run(self) -> LooksResults:
         named = {

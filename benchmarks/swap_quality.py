@@ -7,8 +7,9 @@
   Beside it, the same share against the source photo with its glasses painted out by the swapper's own
   rule (dlib counts glasses as part of the person; the swap leaves them out).
 - looks (``swap_looks.py``): colour streaks (Lab a*/b* fine detail in each face box, swap over target,
-  goal <= 1.05x for every face), faces of t1.jpg carrying each source (goals 5, 5, 3 of 6) and how far
-  shut or cast-down eyes open after the swap (goal within 2 px of the target's).
+  goal <= 1.05x for every face), faces of t1.jpg carrying each source (goals 5, 5, 3 of 6; beside each
+  count, every face's dlib distance to the source and to itself before the swap) and how far shut or
+  cast-down eyes open after the swap (goal within 2 px of the target's).
 - occluder kept / face swapped: ``mask_quality.py``'s measure (a cup and coins held over Grace Hopper's
   lower face): goals >= 95 % of the object unchanged with occlusion on, >= 90 % of the visible face
   swapped.
@@ -249,6 +250,9 @@ def looks_rows(runtime: ModelRuntime, crops: Path | None) -> list[Row]:
         goal = LOOKS_GOALS["carried"][name]
         verdict = "met" if count >= goal else f"missed by {goal - count}"
         rows.append(Row(f"faces carrying {name} on t1", "box", f"{count} of 6", f">= {goal} of 6", verdict))
+        # per face, dlib's distance to the source / to the face before the swap: how near a miss is
+        pairs = " ".join(f"{to_source:.2f}/{to_original:.2f}" for to_source, to_original in results.distances[name])
+        rows.append(Row("  to source/to original", "", pairs, "", ""))
     for target, errors in results.shut_eye_errors.items():
         worst = max(errors)
         value = f"worst {worst:.1f} px ({len(errors)} eyes)"

@@ -4,6 +4,8 @@ from the source's hair and background)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import cv2
 import numpy as np
 import pytest
@@ -19,8 +21,11 @@ from facefusion_ui.processors.mesh_warp import (
     LIPS,
     MOUTH_CORNERS,
     SHAPE_WEIGHT,
+    TURNED_SOURCE,
+    TURNED_TARGET,
     WarpSource,
     face_outline,
+    far_side,
     mesh_triangles,
     mesh_warp_swap,
     morph_toward_source,
@@ -33,7 +38,8 @@ from facefusion_ui.processors.mesh_warp import (
     transfer_colour,
     wide_blur,
 )
-from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at
+from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at, with_lifted_shadows
+from facefusion_ui.processors.source_detail import FLAT_DETAIL, sharpened
 from facefusion_ui.state_manager import Settings
 from tests.support import media
 
@@ -338,3 +344,88 @@ def test_a_larger_source_is_averaged_down_to_the_target_face_not_sampled(astrona
     line_depth = float(large.astype(int).mean(axis=2)[line > 0].mean())
     assert darkened.max() > 0.1 * line_depth, "the line did not come across"
     assert darkened.max() < 0.5 * line_depth, f"the line came across {darkened.max():.0f} deep of {line_depth:.0f}"
+
+
+def yawed(mesh: FaceMesh, degrees: float) -> FaceMesh:
+    """The mesh of the same head turned ``degrees`` about the vertical through its centre."""
+    points = np.column_stack([mesh.points, mesh.depth]).astype(np.float64)
+    centre = points.mean(axis=0)
+    a = np.radians(degrees)
+    rotation = np.array([[np.cos(a), 0, -np.sin(a)], [0, 1, 0], [np.sin(a), 0, np.cos(a)]])
+    moved = (points - centre) @ rotation.T + centre
+    return FaceMesh(moved[:, :2].astype(np.float32), moved[:, 2].astype(np.float32))
+
+
+def test_a_turned_source_is_drawn_from_its_mirror_image_on_a_target_turned_the_other_way(
+    astronaut_mesh: FaceMesh,
+) -> None:
+    """The astronaut's mesh turned 35 degrees is a turned source (one half shows under ``TURNED_SOURCE`` of
+    the other's area), her frontal mesh is not. A turned source's mirror image is drawn on a target turned
+    the other way, the source itself on one turned its way or near frontal; a frontal source has none."""
+    image = media.astronaut()
+    left, right = yawed(astronaut_mesh, 35.0), yawed(astronaut_mesh, -35.0)
+    assert far_side(astronaut_mesh.points, TURNED_SOURCE) == 0
+    assert far_side(left.points, TURNED_SOURCE) == -far_side(right.points, TURNED_SOURCE) != 0
+    frontal = WarpSource.of(image, astronaut_mesh)
+    assert not frontal.turned and frontal.facing(right.points) is frontal
+    source = WarpSource.of(image, left)
+    assert source.turned
+    source = dataclasses.replace(source, mirror=source.flipped())
+    assert source.facing(right.points) is source.mirror
+    assert source.facing(left.points) is source
+    assert far_side(yawed(astronaut_mesh, -5.0).points, TURNED_TARGET) == 0
+    assert source.facing(yawed(astronaut_mesh, -5.0).points) is source, "a near frontal target takes it as it is"
+    assert source.mirror is not None and far_side(source.mirror.mesh.points, TURNED_SOURCE) == far_side(
+        right.points, TURNED_SOURCE
+    )
+
+
+def test_the_mirror_image_keeps_each_points_meaning(astronaut_mesh: FaceMesh) -> None:
+    """Flipped, the photo's pixels and the mesh go left to right together, each point taking its twin's
+    place (the left eye's corner is still the left eye's, on the flipped photo's left eye); flipped twice,
+    the source is as it was."""
+    source = WarpSource.of(media.astronaut(), astronaut_mesh)
+    flipped = source.flipped()
+    width = source.image.shape[1]
+    assert np.array_equal(flipped.image, source.image[:, ::-1])
+    twins = source.mesh.points[mirror_index()]
+    assert np.allclose(flipped.mesh.points[:MESH_POINTS, 0], width - 1 - twins[:, 0])
+    assert np.allclose(flipped.mesh.points[:MESH_POINTS, 1], twins[:, 1])
+    again = flipped.flipped()
+    assert np.array_equal(again.image, source.image)
+    assert np.allclose(again.mesh.points, source.mesh.points) and np.allclose(again.mesh.depth, source.mesh.depth)
+
+
+def test_a_turned_sources_cheek_shadow_is_lifted_to_the_targets_not_its_features() -> None:
+    """A warped face with a broad dark band on one cheek, on an evenly lit target: the band is lifted,
+    the features (the middle) keep their shading, and a brighter patch is never darkened."""
+    lightness = np.full((120, 120), 150, np.uint8)
+    lightness[20:100, 90:115] = 100  # the shaded cheek
+    lightness[20:100, 5:25] = 190  # a brighter cheek
+    lightness[50:70, 50:70] = 90  # a feature's own shading
+    target = np.full((120, 120), 160, np.uint8)
+    face = np.zeros((120, 120), np.float32)
+    face[10:110, 0:120] = 1.0
+    features = np.zeros((120, 120), np.float32)
+    features[40:80, 40:80] = 1.0
+    lifted = with_lifted_shadows(lightness, target, face, features)
+    assert lifted[60, 105] > lightness[60, 105] + 20, "the shaded cheek was not lifted"
+    assert lifted[60, 60] <= lightness[60, 60] + 3, "the feature lost its shading"
+    assert (lifted.astype(int) >= lightness.astype(int)).all(), "something was darkened"
+
+
+def test_faint_detail_on_the_skin_is_not_sharpened_but_the_features_detail_is() -> None:
+    """A soft source sharpened: grain fainter than ``FLAT_DETAIL`` on its cheek is not lifted (it came across
+    as grey speckle); the same grain inside the features is, as before."""
+    rng = np.random.default_rng(3)
+    grey = np.full((100, 100), 128.0) + cv2.GaussianBlur(rng.normal(0.0, 6.0, (100, 100)), (0, 0), 1.2)
+    image = np.asarray(cv2.merge([np.clip(grey, 0, 255).astype(np.uint8)] * 3), dtype=np.uint8)
+    inside = np.ones((100, 100), np.float32)
+    features = np.zeros((100, 100), np.float32)
+    features[30:70, 30:70] = 1.0
+    plain = sharpened(image, inside, 100.0, 1.0).astype(float)
+    cored = sharpened(image, inside, 100.0, 1.0, features).astype(float)
+    change = np.abs(cored - image.astype(float))[..., 0]
+    assert np.abs(grey - grey.mean()).max() > FLAT_DETAIL / 2
+    assert change[40:60, 40:60].mean() == pytest.approx(np.abs(plain - image)[40:60, 40:60, 0].mean(), rel=0.05)
+    assert change[:15, :15].mean() < 0.5 * np.abs(plain - image)[:15, :15, 0].mean()

@@ -28,12 +28,15 @@ from facefusion_ui.processors.eye_lids import SHUT, opening_ratio
 from facefusion_ui.processors.face_swapper import FaceSwapper
 from facefusion_ui.processors.mesh_warp import (
     IRISES,
+    TURNED_SOURCE,
     WarpSource,
+    far_side,
     iris_inside,
     mesh_warp_swap,
     opening_contours,
     with_irises,
 )
+from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.source_glasses import EYE_CORNERS, eye_frame, wears_glasses
 from facefusion_ui.state_manager import Settings
@@ -117,6 +120,23 @@ def test_the_pose_read_from_the_mesh_follows_a_turned_head(shared_runtime: Model
     faces = FaceAnalyser(shared_runtime).analyse(media.t1(), SETTINGS, embeddings=False, mesh=True)
     yaws = sorted(abs(mesh_pose(face.mesh)[0]) for face in faces if face.mesh is not None)
     assert len(yaws) == 6 and yaws[-2] > 30 and yaws[0] < 10, yaws  # two of t1's six are turned well away
+
+
+def test_a_turned_source_photo_brings_its_mirror_image_mapped_anew(shared_runtime: ModelRuntime) -> None:
+    """Tom Hanks's photo (turned about 20 degrees) is prepared with its mirror image: the photo flipped and
+    its face mapped there, turned the other way; the frontal astronaut's photo is prepared alone."""
+    swapper = MeshWarpSwapper(SETTINGS, shared_runtime)
+    photo = media.read(media.tom_hanks_path())
+    prepared = swapper.prepare_face(photo, analysed(shared_runtime, photo))
+    assert prepared is not None and prepared.turned and prepared.mirror is not None
+    side = far_side(prepared.mesh.points, TURNED_SOURCE)
+    assert far_side(prepared.mirror.mesh.points, TURNED_SOURCE) == -side
+    flipped = prepared.flipped().image  # the same crop flipped, give or take a pixel of the new mesh's box
+    height, width = flipped.shape[:2]
+    mirror = cv2.resize(prepared.mirror.image, (width, height), interpolation=cv2.INTER_AREA)
+    assert np.abs(mirror.astype(int) - flipped.astype(int)).mean() < 12, "not the same photo flipped"
+    frontal = swapper.prepare_face(media.astronaut(), analysed(shared_runtime, media.astronaut()))
+    assert frontal is not None and frontal.mirror is None
 
 
 def test_a_face_turned_too_far_is_left_as_it_was_and_counted(

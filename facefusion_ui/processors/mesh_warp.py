@@ -1,7 +1,8 @@
 """The embedded swapper: the source photo's face drawn onto the target face, triangle by triangle of
 mediapipe's face mesh (``WarpSource`` is prepared once per source photo).
 
-Steps, for one target face (the swapper first leaves alone a face turned past ``TURN_LIMITS``):
+Steps, for one target face (the swapper first leaves alone a face turned past ``TURN_LIMITS``; a turned
+source, ``TURNED_SOURCE``, is drawn from its mirror image on a face turned the other way, ``WarpSource.facing``):
 1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``); the
    outline and the shape of each eye stay the target's (its expression), the lips move half as far and
    only along the mouth and as a whole across it (their width, not how open they are);
@@ -29,7 +30,8 @@ Steps, for one target face (the swapper first leaves alone a face turned past ``
    lightness shows, how the source photo was lit from the side, swapped for the target's: ``side_light``)
    and its colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour
    streaks), and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the
-   face changes.
+   face changes; from a turned source, its cheeks' broad shadows are lifted to the target's
+   (``with_lifted_shadows``).
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
@@ -48,7 +50,12 @@ from facefusion_ui.faces.mesh_pose import mesh_pose
 from facefusion_ui.processors import seam_blend
 from facefusion_ui.processors.eye_lids import lid_band
 from facefusion_ui.processors.seam_blend import three_channels
-from facefusion_ui.processors.side_light import with_target_side_light
+from facefusion_ui.processors.side_light import (
+    MIRROR_PAIRS,
+    mirror_index,
+    with_lifted_shadows,
+    with_target_side_light,
+)
 from facefusion_ui.processors.source_detail import sharpened, sharpening
 from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
 from facefusion_ui.types import Frame, Mask, Points
@@ -199,6 +206,14 @@ SHRINK_STEP = 2**0.5
 the one before: a face is drawn from the smallest still as large as it (``WarpSource.at_size``)."""
 SMALLEST_COPY = 24.0
 """The smallest face (pixels across) a source is copied down to."""
+TURNED_SOURCE = 0.6
+"""A source face whose far half shows less than this share of its near half's area (``half_areas``) is
+turned: it keeps a mirror image of itself (``WarpSource.mirror``) for targets turned the other way."""
+TURNED_TARGET = 0.8
+"""A target face whose far half shows less than this share of its near half's area is turned; one nearer
+frontal takes the source as it is (a face swinging round frontal does not switch between the two)."""
+IRIS_TWINS = {468: 473, 469: 476, 470: 475, 471: 474, 472: 477}
+"""The iris points that mirror each other (centre to centre, each ring point to the one on its side)."""
 TURN_LIMITS = (55.0, 40.0)
 """Yaw and pitch (degrees, ``mesh_pose``) past which the warp is not trusted and the face is left as it
 is: up to about 45 degrees of yaw (the most turned faces of t1) the fold test and the depth order draw
@@ -456,6 +471,38 @@ def render_maps(
     return maps[0], maps[1], owner < len(triangles)
 
 
+@functools.cache
+def triangle_sides() -> np.ndarray:
+    """Per triangle of ``mesh_triangles``: -1 when a corner lies on the first side of ``MIRROR_PAIRS``,
+    1 when on the second, 0 when all three lie on the face's middle line."""
+    sides = np.zeros(MESH_POINTS, dtype=np.int32)
+    sides[[first for first, _ in MIRROR_PAIRS]] = -1
+    sides[[second for _, second in MIRROR_PAIRS]] = 1
+    corners = sides[mesh_triangles()]
+    return np.asarray(np.where(corners.min(axis=1) < 0, -1, corners.max(axis=1)), dtype=np.int32)
+
+
+def far_side(points: Points, shown: float) -> int:
+    """The side (-1 or 1, as ``triangle_sides``) of a face turned so far that that half of its mesh covers
+    less than ``shown`` of the other half's area; 0 for a face nearer frontal."""
+    areas = np.abs(signed_areas(points[:MESH_POINTS].astype(np.float64)[mesh_triangles()]))
+    sides = triangle_sides()
+    first, second = (float(areas[sides == side].sum()) for side in (-1, 1))
+    if min(first, second) >= shown * max(first, second):
+        return 0
+    return -1 if first < second else 1
+
+
+def mirrored_order(count: int) -> np.ndarray:
+    """For each of ``count`` mesh points (468, or 478 with irises), the point that mirrors it."""
+    index = np.arange(count)
+    index[:MESH_POINTS] = mirror_index()
+    if count >= IRIS_POINTS:
+        for first, second in IRIS_TWINS.items():
+            index[first], index[second] = second, first
+    return index
+
+
 def face_outline(points: Points) -> Points:
     """The swapped region: the face oval, with the forehead cut a little above the eyebrows."""
     eyes = points[list(EYES)]
@@ -508,6 +555,7 @@ def transfer_colour(
     weight: Mask,
     openings: Mask | None = None,
     points: Points | None = None,
+    turned: bool = False,
 ) -> Frame:
     """The warped face moved to the target's colours in Lab (Reinhard: each channel's mean and spread
     where ``weight`` is high, the inner face; the lightness spread only widened, never narrowed,
@@ -516,7 +564,8 @@ def transfer_colour(
     only, never as orange-brown streaks on the target's skin, and a greyscale source takes the target's
     mean colour, not a grey patch. In ``openings`` (0..1: the eyes and the mouth) the source's own colour
     is moved instead, not smoothed: its irises and teeth keep theirs. With ``points`` (the mesh over the
-    same pixels) the lightness takes the target's side lighting (``with_target_side_light``)."""
+    same pixels) the lightness takes the target's side lighting (``with_target_side_light``) and, from a
+    ``turned`` source, its cheeks' shadows lifted to the target's (``with_lifted_shadows``)."""
     inner = np.asarray(weight > 0.5, dtype=np.uint8)
     if cv2.countNonZero(inner) < 16:
         return warped
@@ -536,6 +585,10 @@ def transfer_colour(
     moved = cv2.transform(smooth, matrix)
     if points is not None:
         moved[..., 0] = with_target_side_light(moved[..., 0], target_lab[..., 0], face, points)
+        if turned:
+            moved[..., 0] = with_lifted_shadows(
+                moved[..., 0], target_lab[..., 0], face, features_mask(points, face.shape)
+            )
     if openings is not None and openings.any():
         # only inside the openings' box: the rest of the face keeps the smooth colour
         x, y, w, h = cv2.boundingRect(np.asarray(openings > 0, dtype=np.uint8))
@@ -544,6 +597,13 @@ def transfer_colour(
         inside = moved[y : y + h, x : x + w].astype(np.float32)
         moved[y : y + h, x : x + w] = np.asarray(inside * (1.0 - share) + own * share + 0.5, dtype=np.uint8)
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
+
+
+def features_mask(points: Points, shape: tuple[int, ...]) -> Mask:
+    """1 inside the hull of the face's features (``FEATURES``: brows, eyes, nose, lips), 0 outside."""
+    mask = np.zeros(shape[:2], dtype=np.float32)
+    cv2.fillConvexPoly(mask, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+    return mask
 
 
 def smooth_statistics(lab: np.ndarray, face: Mask, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -676,9 +736,7 @@ def face_parts(image: Frame, points: Points) -> tuple[Mask, Mask]:
     """The face's outline (``inside_outline``) and its features (eyes, brows, nose, lips) filled, 0..1."""
     size = float(max(points.max(axis=0) - points.min(axis=0)))
     outline = inside_outline(points, image.shape, ramp=size * TRUST_RAMP)
-    features = np.zeros(outline.shape, dtype=np.float32)
-    cv2.fillConvexPoly(features, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
-    return outline, features
+    return outline, features_mask(points, outline.shape)
 
 
 def source_trust(image: Frame, points: Points) -> Mask:
@@ -728,20 +786,65 @@ class WarpSource:
     """Where its glasses were painted out (0..1 over ``image``), None when it wore none or kept them."""
     smaller: tuple[WarpSource, ...] = ()
     """Copies of it area-averaged to smaller sizes, largest first (``with_smaller_copies``, ``at_size``)."""
+    mirror: WarpSource | None = None
+    """For a turned source face (``TURNED_SOURCE``): its photo flipped left to right, the mesh with it
+    (``flipped``); None for a face nearer frontal."""
 
     @classmethod
     def of(cls, image: Frame, mesh: FaceMesh, keep_glasses: bool = False) -> WarpSource:
         x1, y1, x2, y2 = region_of(mesh.points, image.shape, margin=4)
         crop = np.ascontiguousarray(image[y1:y2, x1:x2])
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
-        inside, size = face_parts(crop, points)[0], float(max(np.ptp(points, axis=0)))
+        (inside, features), size = face_parts(crop, points), float(max(np.ptp(points, axis=0)))
         amount = sharpening(crop, inside, size)  # measured before any glasses are painted out
         painted = None
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)
         trust = source_trust(crop, points)
-        whole = cls(sharpened(crop, inside, size, amount), FaceMesh(points, mesh.depth), trust, painted)
+        # a turned face's near cheek is drawn large on a target's cheek facing the camera: its faint grain
+        # is not lifted there (it came across as grey speckle); a frontal face keeps all its detail
+        flat = features if far_side(points, TURNED_SOURCE) != 0 else None
+        whole = cls(sharpened(crop, inside, size, amount, flat), FaceMesh(points, mesh.depth), trust, painted)
         return whole.with_smaller_copies()
+
+    @functools.cached_property
+    def far(self) -> int:
+        """The side of a turned face's far half (``far_side`` at ``TURNED_SOURCE``), 0 for one nearer
+        frontal; worked out once (the swap asks for it on every face)."""
+        return far_side(self.mesh.points, TURNED_SOURCE)
+
+    @property
+    def turned(self) -> bool:
+        """Whether the face is turned (``TURNED_SOURCE``): it is then worth a mirror image."""
+        return self.far != 0
+
+    def flipped(self) -> WarpSource:
+        """This source's mirror image: each pixel flipped left to right, and the mesh with it, each point
+        taking its twin's place (``mirrored_order``), so a point keeps its meaning (the left eye's corner
+        is still the left eye's)."""
+        width = self.image.shape[1]
+        order = mirrored_order(len(self.mesh.points))
+        points = self.mesh.points[order].astype(np.float32)
+        points[:, 0] = width - 1 - points[:, 0]
+        painted = None if self.painted is None else np.ascontiguousarray(self.painted[:, ::-1])
+        return WarpSource(
+            np.ascontiguousarray(self.image[:, ::-1]),
+            FaceMesh(points, self.mesh.depth[order]),
+            np.ascontiguousarray(self.trust[:, ::-1]),
+            painted,
+        )
+
+    def facing(self, target_points: Points) -> WarpSource:
+        """The source, or its mirror image where the target face is turned (``TURNED_TARGET``) the other way
+        from it: the half the source shows best is drawn on the half the target shows best. Drawn as it
+        is, a turned source's far half was mostly folded away on such a target and the target's own cheek
+        showed (Tom Hanks's photo, turned some 20 degrees, on t1.jpg, whose faces turn the other way)."""
+        if self.mirror is None:
+            return self
+        target_far = far_side(target_points, TURNED_TARGET)
+        if target_far == 0 or target_far == self.far:
+            return self
+        return self.mirror
 
     def at_size(self, face_size: float) -> WarpSource:
         """The smallest of this source and its ``smaller`` copies whose face is still ``face_size`` pixels
@@ -799,7 +902,7 @@ def mesh_warp_swap(
     x1, y1, x2, y2 = region
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, np.zeros((0, 0), dtype=np.float32), (0, 0, 0, 0))
-    source = source.at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
+    source = source.facing(target.points).at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
     source_points = with_iris_discs(source.mesh.points)
@@ -823,6 +926,7 @@ def mesh_warp_swap(
         weight,
         openings_mask(shaped, region),
         local if len(shaped) >= MESH_POINTS else None,
+        source.turned,
     )
     if source.painted is not None:
         painted = cv2.remap(

@@ -4,6 +4,9 @@ target face's mesh (``mesh_warp.py``); a face turned too far is left as it is.""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
+
+import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.face import Face, FaceMesh
@@ -48,10 +51,34 @@ class MeshWarpSwapper(Swapper[WarpSource]):
     def prepare_source(self, sources: SourceIdentity) -> WarpSource:
         """One photo is copied: the most frontal source face."""
         best = sources.best_frontal()
-        mesh = self.warp_mesh(best.image, best.face)
-        if mesh is None:
+        prepared = self.prepare_face(best.image, best.face)
+        if prepared is None:
             raise InputError(f"the face in {best.path} cannot be mapped: use a sharper, more frontal photo")
-        return WarpSource.of(best.image, mesh, self.settings.keep_source_glasses)
+        return prepared
+
+    def prepare_face(self, image: Frame, face: Face) -> WarpSource | None:
+        """What is drawn from ``face`` in ``image``, None where it cannot be mapped; a turned face with its
+        mirror image (``mirror_source``)."""
+        mesh = self.warp_mesh(image, face)
+        if mesh is None:
+            return None
+        source = WarpSource.of(image, mesh, self.settings.keep_source_glasses)
+        if not source.turned:
+            return source
+        return replace(source, mirror=self.mirror_source(image, face) or source.flipped())
+
+    def mirror_source(self, image: Frame, face: Face) -> WarpSource | None:
+        """A turned source's mirror image (``WarpSource.mirror``): the photo flipped left to right and its
+        face mapped anew there (the mesh model does not see a flipped face as the flip of its mesh: on Tom
+        Hanks's photo the mesh found anew carried him on more faces), or None where it is not found."""
+        flipped = np.ascontiguousarray(image[:, ::-1])
+        x1, y1, x2, y2 = face.bbox
+        width = image.shape[1]
+        box = np.array([width - x2, y1, width - x1, y2], dtype=np.float32)
+        mesh = self.warp_mesh(flipped, replace(face, bbox=box, mesh=None))
+        if mesh is None:
+            return None
+        return WarpSource.of(flipped, mesh, self.settings.keep_source_glasses)
 
     def warp_mesh(self, frame: Frame, face: Face) -> FaceMesh | None:
         """The mesh it draws with: the face's plain mesh (from the analysis, or made here) with the irises

@@ -27,6 +27,21 @@ and JPEG noise below it were lifted too, speckled the swapped skin and, drawn at
 each frame, made a still face shimmer (temporal change 0.73x the input's with it, 0.67x without)."""
 
 
+FLAT_DETAIL = 4.0
+"""Detail (grey levels) on the skin between the features (cheeks, forehead, chin) under this is lifted less,
+none under half of it (``cored``): there it is mostly a small photo's noise, and lifted it came across
+as grey speckle on the target's cheeks (Tom Hanks's 89 px greyscale face)."""
+FEATURE_REACH = 0.03
+"""How far (a Gaussian's sigma, a share of the face's size) round the features their detail is kept whole."""
+
+
+def cored(detail: np.ndarray) -> np.ndarray:
+    """``detail`` with what is fainter than ``FLAT_DETAIL`` faded out: none under half of it, all of it from
+    ``FLAT_DETAIL`` on (an unsharp mask's threshold, softened so no edge shows)."""
+    half = FLAT_DETAIL / 2.0
+    return np.asarray(detail * np.clip((np.abs(detail) - half) / half, 0.0, 1.0), dtype=np.float32)
+
+
 def masked_blur(grey: np.ndarray, inside: Mask, sigma: float) -> np.ndarray:
     """``grey`` blurred over ``sigma`` reading only the pixels ``inside`` weighs (the face, not what lies
     round it: the source's hair or background never reach the face through the sharpening)."""
@@ -49,15 +64,22 @@ def sharpening(image: Frame, inside: Mask, face_size: float) -> float:
     return min(DETAIL_FLOOR / detail - 1.0, MOST_SHARPENING)
 
 
-def sharpened(image: Frame, inside: Mask, face_size: float, amount: float) -> Frame:
+def sharpened(image: Frame, inside: Mask, face_size: float, amount: float, features: Mask | None = None) -> Frame:
     """``image`` (a crop round the source face; ``inside``: its outline, 0..1) with an unsharp mask of its
     lightness by ``amount`` (``sharpening``) inside the face, its grain left as it is (``GRAIN_SIGMA``); as it
-    is where ``inside`` is 0."""
+    is where ``inside`` is 0. Away from ``features`` (0..1: eyes, brows, nose, lips) detail fainter than
+    ``FLAT_DETAIL`` is not lifted (``cored``)."""
     if amount <= 0.0:
         return image
     sigma = max(0.5, DETAIL_SCALE * face_size)
     grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
     # lightness only: the same lift on the three channels, no colour fringes; not the grain (GRAIN_SIGMA)
-    lift = (cv2.GaussianBlur(grey, (0, 0), GRAIN_SIGMA) - masked_blur(grey, inside, sigma)) * amount * (inside > 0)
+    detail = cv2.GaussianBlur(grey, (0, 0), GRAIN_SIGMA) - masked_blur(grey, inside, sigma)
+    if features is not None:
+        kept = np.minimum(
+            cv2.GaussianBlur(features.astype(np.float32), (0, 0), max(1.0, FEATURE_REACH * face_size)), 1.0
+        )
+        detail = detail * kept + cored(detail) * (1.0 - kept)
+    lift = detail * amount * (inside > 0)
     pixels = image.astype(np.float32) + cv2.merge([lift, lift, lift])
     return np.asarray(np.clip(pixels + 0.5, 0, 255), dtype=np.uint8)
