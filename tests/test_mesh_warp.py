@@ -5,6 +5,7 @@ from the source's hair and background)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import cv2
 import numpy as np
@@ -367,17 +368,36 @@ def test_a_turned_source_is_drawn_from_its_mirror_image_on_a_target_turned_the_o
     assert far_side(astronaut_mesh.points, TURNED_SOURCE) == 0
     assert far_side(left.points, TURNED_SOURCE) == -far_side(right.points, TURNED_SOURCE) != 0
     frontal = WarpSource.of(image, astronaut_mesh)
-    assert not frontal.turned and frontal.facing(right.points) is frontal
+    assert not frontal.turned and frontal.mirror_weight(right.points) == 0.0
     source = WarpSource.of(image, left)
     assert source.turned
     source = dataclasses.replace(source, mirror=source.flipped())
-    assert source.facing(right.points) is source.mirror
-    assert source.facing(left.points) is source
+    assert source.mirror_weight(right.points) == 1.0
+    assert source.mirror_weight(left.points) == 0.0
     assert far_side(yawed(astronaut_mesh, -5.0).points, TURNED_TARGET) == 0
-    assert source.facing(yawed(astronaut_mesh, -5.0).points) is source, "a near frontal target takes it as it is"
+    assert source.mirror_weight(yawed(astronaut_mesh, -5.0).points) == 0.0, "a near frontal target takes it as it is"
     assert source.mirror is not None and far_side(source.mirror.mesh.points, TURNED_SOURCE) == far_side(
         right.points, TURNED_SOURCE
     )
+
+
+def test_a_head_turning_through_the_band_changes_smoothly(astronaut_mesh: FaceMesh) -> None:
+    """A target turning a degree at a time from frontal to well turned the other way from a turned source:
+    the mirror image's weight rises from 0 to 1 without a jump, and the swapped face changes by small
+    steps, none far larger than the others (drawn from one or the other alone, the face switched at
+    ``TURNED_TARGET``: a pop, and a flicker where a head hovered there)."""
+    image = media.astronaut()
+    source = WarpSource.of(image, yawed(astronaut_mesh, 35.0))
+    source = dataclasses.replace(source, mirror=source.flipped())
+    turns = [yawed(astronaut_mesh, -float(degrees)) for degrees in range(0, 41)]
+    weights = [source.mirror_weight(turn.points) for turn in turns]
+    assert weights[0] == 0.0 and weights[-1] == 1.0
+    assert all(0.0 <= b - a <= 0.5 for a, b in itertools.pairwise(weights))
+    assert sum(0.0 < weight < 1.0 for weight in weights) >= 2, "some turns mix the two"
+    faces = [mesh_warp_swap(image, turn, source, SETTINGS.face_mask_blur).frame.astype(np.float32) for turn in turns]
+    steps = np.array([np.abs(b - a).mean() for a, b in itertools.pairwise(faces)])
+    # drawn from one or the other alone, the step at the switch is some 20 times the median on this head
+    assert steps.max() < 6.0 * np.median(steps), f"a jump while turning: {np.round(steps, 3).tolist()}"
 
 
 def test_the_mirror_image_keeps_each_points_meaning(astronaut_mesh: FaceMesh) -> None:

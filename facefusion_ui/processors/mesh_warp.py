@@ -2,7 +2,7 @@
 mediapipe's face mesh (``WarpSource`` is prepared once per source photo).
 
 Steps, for one target face (the swapper first leaves alone a face turned past ``TURN_LIMITS``; a turned
-source, ``TURNED_SOURCE``, is drawn from its mirror image on a face turned the other way, ``WarpSource.facing``):
+source, ``TURNED_SOURCE``, is drawn from its mirror image on a face turned the other way, ``WarpSource.mirror_weight``):
 1. the target mesh's inner points move toward the source's proportions (``morph_toward_source``); the
    outline and the shape of each eye stay the target's (its expression), the lips move half as far and
    only along the mouth and as a whole across it (their width, not how open they are);
@@ -212,6 +212,9 @@ turned: it keeps a mirror image of itself (``WarpSource.mirror``) for targets tu
 TURNED_TARGET = 0.8
 """A target face whose far half shows less than this share of its near half's area is turned; one nearer
 frontal takes the source as it is (a face swinging round frontal does not switch between the two)."""
+MIRROR_BAND = 0.05
+"""Either side of ``TURNED_TARGET``, the band of a target's turn over which the source and its mirror image
+are both drawn and mixed (``WarpSource.mirror_weight``)."""
 IRIS_TWINS = {468: 473, 469: 476, 470: 475, 471: 474, 472: 477}
 """The iris points that mirror each other (centre to centre, each ring point to the one on its side)."""
 TURN_LIMITS = (55.0, 40.0)
@@ -482,15 +485,20 @@ def triangle_sides() -> np.ndarray:
     return np.asarray(np.where(corners.min(axis=1) < 0, -1, corners.max(axis=1)), dtype=np.int32)
 
 
-def far_side(points: Points, shown: float) -> int:
-    """The side (-1 or 1, as ``triangle_sides``) of a face turned so far that that half of its mesh covers
-    less than ``shown`` of the other half's area; 0 for a face nearer frontal."""
+def smaller_half(points: Points) -> tuple[int, float]:
+    """The side (-1 or 1, as ``triangle_sides``) of the half of a face's mesh that covers less area, and its
+    area over the other half's (1 for a frontal face, less the more it is turned)."""
     areas = np.abs(signed_areas(points[:MESH_POINTS].astype(np.float64)[mesh_triangles()]))
     sides = triangle_sides()
     first, second = (float(areas[sides == side].sum()) for side in (-1, 1))
-    if min(first, second) >= shown * max(first, second):
-        return 0
-    return -1 if first < second else 1
+    return (-1 if first < second else 1), min(first, second) / max(first, second, 1e-9)
+
+
+def far_side(points: Points, shown: float) -> int:
+    """The side (-1 or 1, as ``triangle_sides``) of a face turned so far that that half of its mesh covers
+    less than ``shown`` of the other half's area; 0 for a face nearer frontal."""
+    side, share = smaller_half(points)
+    return side if share < shown else 0
 
 
 def mirrored_order(count: int) -> np.ndarray:
@@ -834,17 +842,21 @@ class WarpSource:
             painted,
         )
 
-    def facing(self, target_points: Points) -> WarpSource:
-        """The source, or its mirror image where the target face is turned (``TURNED_TARGET``) the other way
-        from it: the half the source shows best is drawn on the half the target shows best. Drawn as it
-        is, a turned source's far half was mostly folded away on such a target and the target's own cheek
-        showed (Tom Hanks's photo, turned some 20 degrees, on t1.jpg, whose faces turn the other way)."""
+    def mirror_weight(self, target_points: Points) -> float:
+        """How much of its mirror image is drawn on a target face (0: the source as it is, 1: the mirror
+        image): the mirror image on a target turned (``TURNED_TARGET``) the other way from the source, so
+        that the half the source shows best is drawn on the half the target shows best. Drawn as it is, a
+        turned source's far half was mostly folded away on such a target and the target's own cheek showed
+        (Tom Hanks's photo, turned some 20 degrees, on t1.jpg, whose faces turn the other way). Over a band
+        of the target's turn (``MIRROR_BAND`` either side of ``TURNED_TARGET``) the weight goes from one to
+        the other, so a head turning through it, or hovering there, changes smoothly instead of switching
+        between the two from frame to frame."""
         if self.mirror is None:
-            return self
-        target_far = far_side(target_points, TURNED_TARGET)
-        if target_far == 0 or target_far == self.far:
-            return self
-        return self.mirror
+            return 0.0
+        side, share = smaller_half(target_points)
+        if side == self.far:
+            return 0.0
+        return float(np.clip((TURNED_TARGET + MIRROR_BAND - share) / (2 * MIRROR_BAND), 0.0, 1.0))
 
     def at_size(self, face_size: float) -> WarpSource:
         """The smallest of this source and its ``smaller`` copies whose face is still ``face_size`` pixels
@@ -897,12 +909,38 @@ def mesh_warp_swap(
     face_mask: Callable[[tuple[int, int, int, int]], Mask] | None = None,
 ) -> WarpResult:
     """Put the source face onto the target face (``target``: its mesh in ``frame``). ``face_mask`` gives
-    the paste-back masks over the blended rectangle (``masks.stage``); the blend keeps the smaller."""
+    the paste-back masks over the blended rectangle (``masks.stage``); the blend keeps the smaller. A turned
+    source is drawn from its mirror image on a face turned the other way (``WarpSource.mirror_weight``); in
+    the band between, both are drawn and mixed."""
     region = region_of(target.points, frame.shape)
     x1, y1, x2, y2 = region
     if x2 - x1 < 8 or y2 - y1 < 8:
         return WarpResult(frame, np.zeros((0, 0), dtype=np.float32), (0, 0, 0, 0))
-    source = source.facing(target.points).at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
+    share = source.mirror_weight(target.points)
+    if source.mirror is None or share <= 0.0:
+        return drawn_swap(frame, target, source, blur, face_mask, region)
+    mirrored = drawn_swap(frame, target, source.mirror, blur, face_mask, region)
+    if share >= 1.0:
+        return mirrored
+    plain = drawn_swap(frame, target, source, blur, face_mask, region)
+    mixed = plain.frame
+    mixed[y1:y2, x1:x2] = cv2.addWeighted(
+        plain.frame[y1:y2, x1:x2], 1.0 - share, mirrored.frame[y1:y2, x1:x2], share, 0
+    )
+    return WarpResult(mixed, (1.0 - share) * plain.weight + share * mirrored.weight, region)
+
+
+def drawn_swap(
+    frame: Frame,
+    target: FaceMesh,
+    source: WarpSource,
+    blur: float,
+    face_mask: Callable[[tuple[int, int, int, int]], Mask] | None,
+    region: tuple[int, int, int, int],
+) -> WarpResult:
+    """``mesh_warp_swap`` with the source (or its mirror image) chosen, over the face's ``region``."""
+    x1, y1, x2, y2 = region
+    source = source.at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
     source_points = with_iris_discs(source.mesh.points)
