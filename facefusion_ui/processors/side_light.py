@@ -8,6 +8,7 @@ swapped for the target's (``with_target_side_light``).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -309,6 +310,29 @@ def mirror_maps(points: Points, shape: tuple[int, int], sigma: float) -> tuple[n
     )
 
 
+@dataclass(frozen=True)
+class ShrunkGrid:
+    """The grid a face region's broad lightness is worked out on: ``SIDE_STEP`` times smaller (it is
+    broad), with the Gaussian sigma (a share of the face's size) in its cells."""
+
+    size: tuple[int, int]
+    """(width, height) of the grid."""
+    sigma: float
+
+    @classmethod
+    def of(cls, shape: tuple[int, ...], sigma_share: float) -> ShrunkGrid:
+        height, width = shape[:2]
+        step = max(1, min(SIDE_STEP, height // 16, width // 16))
+        size = (max(1, width // step), max(1, height // step))
+        return cls(size, max(1.0, sigma_share * float(max(height, width)) / step))
+
+    def small(self, values: np.ndarray) -> np.ndarray:
+        """``values`` area-averaged onto the grid, as float32."""
+        return np.asarray(
+            cv2.resize(values.astype(np.float32), self.size, interpolation=cv2.INTER_AREA), dtype=np.float32
+        )
+
+
 def with_target_side_light(
     lightness: np.ndarray,
     target_lightness: np.ndarray,
@@ -320,13 +344,8 @@ def with_target_side_light(
     ``face`` (0..1) where a pixel's mirror (``mirror_maps`` of ``points``, the mesh in the region) lands
     inside it too. Worked out at ``SIDE_STEP`` times smaller (it is broad) and scaled back."""
     height, width = face.shape
-    step = max(1, min(SIDE_STEP, height // 16, width // 16))
-    size = (max(1, width // step), max(1, height // step))
-    sigma = max(1.0, SIDE_SIGMA * float(max(height, width)) / step)
-
-    def small(values: np.ndarray) -> np.ndarray:
-        return np.asarray(cv2.resize(values.astype(np.float32), size, interpolation=cv2.INTER_AREA), dtype=np.float32)
-
+    grid = ShrunkGrid.of(face.shape, SIDE_SIGMA)
+    size, sigma, small = grid.size, grid.sigma, grid.small
     inside = small(face)
     scaled = (points * np.array([size[0] / width, size[1] / height], dtype=np.float32)).astype(np.float32)
     map_x, map_y, covered = mirror_maps(scaled, (size[1], size[0]), sigma)
@@ -359,13 +378,8 @@ def with_lifted_shadows(lightness: np.ndarray, target_lightness: np.ndarray, fac
     target's cheek facing the camera it was a grey smudge. Never darkened (the source's own shading
     darkened to a brighter target's lost the likeness). Worked out at ``SIDE_STEP`` times smaller."""
     height, width = face.shape
-    step = max(1, min(SIDE_STEP, height // 16, width // 16))
-    size = (max(1, width // step), max(1, height // step))
-    sigma = max(1.0, SHADOW_SIGMA * float(max(height, width)) / step)
-
-    def small(values: np.ndarray) -> np.ndarray:
-        return np.asarray(cv2.resize(values.astype(np.float32), size, interpolation=cv2.INTER_AREA), dtype=np.float32)
-
+    grid = ShrunkGrid.of(face.shape, SHADOW_SIGMA)
+    sigma, small = grid.sigma, grid.small
     inside = small(face)
     held = inside > 0.5
     if not held.any():
