@@ -286,3 +286,42 @@ def test_the_resume_note_blames_storage_only_without_an_earlier_log() -> None:
     assert resume_note(2, earlier_log=True) is None  # a worker died before its first chunk: same storage
     note = resume_note(2, earlier_log=False)
     assert note is not None and "not on storage shared by the workers" in note
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc: Linux)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:  # ended while being read
+            continue
+        if any(line.split() == ["PPid:", str(pid)] for line in lines):
+            found.append(int(status.parent.name))
+    return found
+
+
+def ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie nobody has reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the scheduler's process in /proc")
+def test_a_killed_workers_scheduler_ends_with_it(backend: RqBackend, redis_url: str, private_home: Path) -> None:
+    """RQ runs the scheduler (it queues retries whose wait is over) in a process forked from the worker,
+    which stops it on a normal exit; a worker killed outright (the OOM killer, kill -9) left it running for
+    good, holding the scheduler's locks. It ends at its next turn once its worker is gone."""
+    worker = start_worker(redis_url, private_home)
+    try:
+        wait_until(lambda: children_of(worker.pid), 120, "the worker started no scheduler process")
+        schedulers = children_of(worker.pid)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+        wait_until(lambda: all(ended(pid) for pid in schedulers), 60, "the scheduler outlived its killed worker")
+    finally:
+        if worker.poll() is None:
+            worker.kill()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import sys
 import threading
 import time
@@ -178,7 +179,21 @@ def record(job: RqJob, log: JobLog, run: JobResult) -> dict[str, Any] | None:
 # The worker ---------------------------------------------------------------------------------------------------
 class SteadyScheduler(RQScheduler):
     """RQ's scheduler (it queues the retries whose wait is over), waiting for Redis when it goes away
-    instead of ending with a traceback (the worker says that Redis is away)."""
+    instead of ending with a traceback (the worker says that Redis is away), and ending when its worker
+    is gone. RQ runs it in a process forked from the worker, which stops it on a normal exit; a worker
+    killed outright (the OOM killer, ``kill -9``) left it running for good."""
+
+    _worker_pid: int | None = None
+
+    def start(self) -> Any:
+        self._worker_pid = os.getpid()  # before the fork: the worker this scheduler serves
+        return super().start()
+
+    def heartbeat(self) -> None:
+        if self._worker_pid is not None and os.getppid() != self._worker_pid:
+            self._stop_requested = True  # the worker is gone: the loop stops at its next turn
+            return
+        super().heartbeat()
 
     def work(self) -> None:
         wait = 1.0
