@@ -315,3 +315,17 @@ def test_keep_source_glasses_is_a_setting_a_flag_and_a_page_control() -> None:
     add_settings_arguments(parser, processor_names=["face_swapper"], processor_options={})
     assert settings_from_args(parser.parse_args(["--keep-source-glasses"])).keep_source_glasses is True
     assert "keep_source_glasses" in processor_settings(ProcessorRegistry.discover(), "face_swapper")
+
+
+def test_a_mirror_image_not_found_anew_is_the_photo_flipped_with_its_smaller_copies(
+    shared_runtime: ModelRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the flipped photo's face is not found, the mirror image is the source flipped pixel for pixel,
+    with smaller copies as the source has (a small target face reads one, not the large photo sampled)."""
+    swapper = MeshWarpSwapper(SETTINGS, shared_runtime)
+    monkeypatch.setattr(swapper, "mirror_source", lambda image, face: None)
+    photo = cv2.resize(media.read(media.tom_hanks_path()), None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC)
+    prepared = swapper.prepare_face(photo, analysed(shared_runtime, photo))
+    assert prepared is not None and prepared.mirror is not None and prepared.smaller
+    assert np.array_equal(prepared.mirror.image, prepared.image[:, ::-1])
+    assert len(prepared.mirror.smaller) == len(prepared.smaller)

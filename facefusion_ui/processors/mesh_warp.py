@@ -207,7 +207,7 @@ the one before: a face is drawn from the smallest still as large as it (``WarpSo
 SMALLEST_COPY = 24.0
 """The smallest face (pixels across) a source is copied down to."""
 TURNED_SOURCE = 0.6
-"""A source face whose far half shows less than this share of its near half's area (``half_areas``) is
+"""A source face whose far half shows less than this share of its near half's area (``smaller_half``) is
 turned: it keeps a mirror image of itself (``WarpSource.mirror``) for targets turned the other way."""
 TURNED_TARGET = 0.8
 """A target face whose far half shows less than this share of its near half's area is turned; one nearer

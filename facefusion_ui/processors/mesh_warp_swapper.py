@@ -65,7 +65,9 @@ class MeshWarpSwapper(Swapper[WarpSource]):
         source = WarpSource.of(image, mesh, self.settings.keep_source_glasses)
         if not source.turned:
             return source
-        return replace(source, mirror=self.mirror_source(image, face) or source.flipped())
+        # the fallback, flipped pixel for pixel, needs its own smaller copies (``WarpSource.at_size``)
+        mirror = self.mirror_source(image, face) or source.flipped().with_smaller_copies()
+        return replace(source, mirror=mirror)
 
     def mirror_source(self, image: Frame, face: Face) -> WarpSource | None:
         """A turned source's mirror image (``WarpSource.mirror``): the photo flipped left to right and its
