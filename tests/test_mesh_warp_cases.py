@@ -324,7 +324,8 @@ def test_a_mirror_image_not_found_anew_is_the_photo_flipped_with_its_smaller_cop
     with smaller copies as the source has (a small target face reads one, not the large photo sampled)."""
     swapper = MeshWarpSwapper(SETTINGS, shared_runtime)
     monkeypatch.setattr(swapper, "mirror_source", lambda image, face: None)
-    photo = cv2.resize(media.read(media.tom_hanks_path()), None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC)
+    enlarged = cv2.resize(media.read(media.tom_hanks_path()), None, fx=3, fy=3, interpolation=cv2.INTER_CUBIC)
+    photo = np.asarray(enlarged, dtype=np.uint8)
     prepared = swapper.prepare_face(photo, analysed(shared_runtime, photo))
     assert prepared is not None and prepared.mirror is not None and prepared.smaller
     assert np.array_equal(prepared.mirror.image, prepared.image[:, ::-1])
