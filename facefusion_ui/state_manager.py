@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import re
 import threading
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -858,10 +860,16 @@ def setting_help(key: str) -> str:
 
 
 def _field(key: str) -> dataclasses.Field[Any]:
-    for item in dataclasses.fields(Settings):
-        if item.name == key:
-            return item
-    raise unknown_key_error(key)
+    try:
+        return _fields_by_name()[key]
+    except KeyError:
+        raise unknown_key_error(key) from None
+
+
+@functools.cache
+def _fields_by_name() -> Mapping[str, dataclasses.Field[Any]]:
+    """Settings' fields by name, made once: the facets are read for every setting by many callers."""
+    return types.MappingProxyType({item.name: item for item in dataclasses.fields(Settings)})
 
 
 def unknown_key_error(key: str) -> SettingsError:

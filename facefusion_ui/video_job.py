@@ -17,6 +17,7 @@ from typing import Any
 
 from facefusion_ui.errors import InputError, OutOfMemory
 from facefusion_ui.faces.detection_schedule import warm_proposer
+from facefusion_ui.faces.face_map import PeopleSwap
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.schedule import largest_group
 from facefusion_ui.inference import SessionPool
@@ -245,12 +246,14 @@ class VideoRun:
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
         self.warming = warm_proposer(job.settings)  # beside the planning's ffmpeg runs
+        # Without a face map the source photos are read beside the planning's ffmpeg runs too: their
+        # check and preparation, not the planning, is what the first frame waits for.
+        early = None if job.face_map else self._pipeline(job.settings, None)
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         passing = PeoplePassProgress(context.progress) if context.progress is not None else None
         people = people_swap(job, runtime, passing, context.cancel)  # the people pass, unless it is cached
-        build = FramePipeline.build
-        self.pipeline = build(self.settings, runtime, job.sources, context.registry, people, background=True)
+        self.pipeline = early or self._pipeline(self.settings, people)
         self.plan = self.plan.resized(job.settings, self.pipeline.output_size, job.output, self.ffmpeg)
         self.settings = self.plan.settings
         self.work_dir = context.work_dir or default_work_dir(job.target, job.output)
@@ -263,6 +266,12 @@ class VideoRun:
         self.reused = 0
         self.counts: Counter[str] = Counter()
         self.chunk_fallbacks: list[str] = []
+
+    def _pipeline(self, settings: Settings, people: PeopleSwap | None) -> FramePipeline:
+        """The job's frame pipeline; the planning's settings differ from the job's only in what the
+        stream and the encoder read (the frame queue's size, the output's quality)."""
+        job = self.job
+        return FramePipeline.build(settings, self.runtime, job.sources, self.context.registry, people, background=True)
 
     def run(self) -> ProcessResult:
         started = time.perf_counter()

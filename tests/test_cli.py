@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
 from facefusion_ui.cli import main, normalise_argv
+from facefusion_ui.cli.parser import COMMAND_ORDER, build_parser, command_of
 from tests.conftest import RunCli
 
 
@@ -175,3 +177,29 @@ def test_worker_commands_take_only_the_settings_they_read(
         assert flag in out
     assert "--max-concurrent-jobs" in out and "--execution-device-id" in out
     assert "--face-selector-mode" not in out and "--video-chunk-size" not in out and "--output-video-quality" not in out
+
+
+def option_strings(parser: argparse.ArgumentParser, command: str) -> set[str]:
+    subparsers = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return {flag for action in subparsers.choices[command]._actions for flag in action.option_strings}
+
+
+@pytest.mark.parametrize("command", COMMAND_ORDER)
+def test_one_commands_parser_is_the_whole_parsers_part(command: str) -> None:
+    whole, alone = build_parser(), build_parser(command)
+    subparsers = next(action for action in alone._actions if isinstance(action, argparse._SubParsersAction))
+    assert list(subparsers.choices) == [command]  # the others' arguments are not made for a run of this one
+    assert option_strings(alone, command) == option_strings(whole, command)
+
+
+def test_a_run_parses_its_own_command_alone_and_an_unknown_one_names_them_all() -> None:
+    assert command_of(["--verbose", "process", "-s", "a.jpg"]) == "process"
+    assert command_of(["--help"]) is None
+    assert (
+        build_parser(command_of(["process", "-s", "a.jpg", "-t", "b.mp4"]))
+        .parse_args(["process", "-s", "a.jpg", "-t", "b.mp4"])
+        .command
+        == "process"
+    )
+    subparsers = next(a for a in build_parser("bogus")._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(subparsers.choices) == list(COMMAND_ORDER)

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
+from facefusion_ui import video_job
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.faces.source import load_sources, load_sources_in_background
+from facefusion_ui.faces.source import LoadingIdentity, load_sources, load_sources_in_background
+from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.pipeline import FramePipeline, meshes_the_source
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.swapping import Swapper
@@ -259,3 +262,33 @@ def test_the_source_is_prepared_ahead_when_the_first_face_is_found(tmp_path: Pat
     pipeline.apply(frame, analysis, 0, 0.0)
     pipeline.analyse(frame, 1, 0.04)
     assert swapper.preparations == 1 and swapper.counts()["faces_swapped"] == 1
+
+
+class Planned(Exception):
+    """Raised by the stand-in planning: the test ends there."""
+
+
+def test_a_videos_source_photos_are_checked_beside_its_planning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first frame waits for the source photos' check and preparation, not for the planning's ffmpeg
+    runs: the check starts before the planning (without a face map)."""
+    face = tmp_path / "face.jpg"
+    cv2.imwrite(str(face), media.grace_hopper())
+    started = threading.Event()
+    real_check = LoadingIdentity._check
+
+    def check(self: LoadingIdentity) -> object:
+        started.set()
+        return real_check(self)
+
+    def make(*args: object, **kwargs: object) -> None:
+        assert started.wait(60), "the planning ran before the source photos' check started"
+        raise Planned
+
+    monkeypatch.setattr(LoadingIdentity, "_check", check)
+    monkeypatch.setattr(video_job.VideoPlan, "make", make)
+    settings = Settings()
+    job = SwapJob.of(settings, [face], tmp_path / "clip.mp4", tmp_path / "out.mp4")
+    with pytest.raises(Planned):
+        video_job.VideoRun(job, RunContext(), ModelRuntime.create(settings))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from facefusion_ui.cli.argv import normalise_argv
 from facefusion_ui.cli.doctor import print_version
-from facefusion_ui.cli.parser import build_parser
+from facefusion_ui.cli.parser import build_parser, command_of
 from facefusion_ui.errors import FacefusionError, RunInterrupted
 
 Handler = Callable[..., int]
@@ -37,7 +37,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments[:1] == ["--version"]:  # answered before the whole parser loads every processor
             return print_version()
-        args = build_parser().parse_args(arguments)
+        args = build_parser(command_of(arguments)).parse_args(arguments)
         handler: Handler = args.handler
         code = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from facefusion_ui.cli.batch import add_batch_parser
 from facefusion_ui.cli.doctor import VersionAction, add_doctor_parser
 from facefusion_ui.cli.live import add_live_parser
@@ -12,10 +14,19 @@ from facefusion_ui.cli.presets import add_presets_parser
 from facefusion_ui.cli.process import add_process_parser
 from facefusion_ui.cli.ui import add_ui_parser
 from facefusion_ui.cli.worker import add_worker_parser
+from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.processors.registry import ProcessorRegistry
 
+COMMAND_ORDER = ("ui", "process", "people", "live", "batch", "worker", "models", "presets", "doctor")
+"""Every command, in the order the help lists them."""
+READS_PROCESSORS = frozenset({"ui", "process", "people", "live", "batch"})
+"""The commands that take the processors' names and options (every processor's module imported)."""
 
-def build_parser() -> OneLineParser:
+
+def build_parser(command: str | None = None) -> OneLineParser:
+    """The parser of every command, or of ``command`` alone: a run parses one command, and the others'
+    arguments would only cost start-up time. None or a name that is no command: all of them (the
+    top-level help, the error that names the commands)."""
     parser = OneLineParser(
         prog="run.py",
         description="facefusion_ui: swap faces in images and long videos (UI, command line, batches).",
@@ -24,16 +35,29 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    registry = ProcessorRegistry.discover()  # once per run
-    processor_names, processor_options = registry.names(), registry.option_table()
+    wanted = (command,) if command in COMMAND_ORDER else COMMAND_ORDER
+    names: Sequence[str] = ()
+    options: OptionTable = {}
+    if READS_PROCESSORS.intersection(wanted):
+        registry = ProcessorRegistry.discover()  # once per run
+        names, options = registry.names(), registry.option_table()
     backend = backend_parent()
-    add_ui_parser(commands, processor_options)
-    add_process_parser(commands, processor_names, processor_options)
-    add_people_parser(commands, processor_names, processor_options)
-    add_live_parser(commands, processor_names, processor_options)
-    add_batch_parser(commands, processor_names, backend, processor_options)
-    add_worker_parser(commands, backend)
-    add_models_parser(commands)
-    add_presets_parser(commands)
-    add_doctor_parser(commands)
+    adders: dict[str, Callable[[], None]] = {
+        "ui": lambda: add_ui_parser(commands, options),
+        "process": lambda: add_process_parser(commands, names, options),
+        "people": lambda: add_people_parser(commands, names, options),
+        "live": lambda: add_live_parser(commands, names, options),
+        "batch": lambda: add_batch_parser(commands, names, backend, options),
+        "worker": lambda: add_worker_parser(commands, backend),
+        "models": lambda: add_models_parser(commands),
+        "presets": lambda: add_presets_parser(commands),
+        "doctor": lambda: add_doctor_parser(commands),
+    }
+    for name in wanted:
+        adders[name]()
     return parser
+
+
+def command_of(arguments: Sequence[str]) -> str | None:
+    """The command ``arguments`` (normalised) run: the first that is not an option; None if none."""
+    return next((argument for argument in arguments if not argument.startswith("-")), None)

@@ -23,7 +23,15 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 2
-NOT_IN_FINGERPRINT = tuple(key for key in setting_keys() if key not in frame_setting_keys())
+
+
+def settings_not_in_fingerprint() -> tuple[str, ...]:
+    """What ``NOT_IN_FINGERPRINT`` holds (each setting's ``frames`` facet read once)."""
+    frame_keys = set(frame_setting_keys())
+    return tuple(key for key in setting_keys() if key not in frame_keys)
+
+
+NOT_IN_FINGERPRINT = settings_not_in_fingerprint()
 """Settings that change how fast or in how much memory a run goes, never its frames (their ``frames`` facet)."""
 
 
