@@ -268,27 +268,38 @@ class Planned(Exception):
     """Raised by the stand-in planning: the test ends there."""
 
 
-def test_a_videos_source_photos_are_checked_beside_its_planning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("selector", ["many", "reference"])
+def test_a_videos_source_is_read_beside_its_planning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, selector: str
 ) -> None:
-    """The first frame waits for the source photos' check and preparation, not for the planning's ffmpeg
-    runs: the check starts before the planning (without a face map)."""
+    """The first frame waits for the source photos' check and the source's preparation, not for the
+    planning's ffmpeg runs: the check starts before the planning, and a source read by its mesh alone (the
+    default) is prepared then too; one whose whole analysis loads more models (a reference taken from the
+    source) is prepared only when a face shows, as before."""
     face = tmp_path / "face.jpg"
     cv2.imwrite(str(face), media.grace_hopper())
-    started = threading.Event()
-    real_check = LoadingIdentity._check
+    checked, prepared = threading.Event(), threading.Event()
+    real_check, real_prepare = LoadingIdentity._check, Swapper.prepare
 
     def check(self: LoadingIdentity) -> object:
-        started.set()
+        checked.set()
         return real_check(self)
 
+    def prepare(self: Swapper[object], sources: object) -> object:
+        prepared.set()
+        return real_prepare(self, sources)  # type: ignore[arg-type]
+
     def make(*args: object, **kwargs: object) -> None:
-        assert started.wait(60), "the planning ran before the source photos' check started"
+        assert checked.wait(60), "the planning ran before the source photos' check started"
+        if selector == "many":
+            assert prepared.wait(60), "the planning ran before the source's preparation started"
         raise Planned
 
     monkeypatch.setattr(LoadingIdentity, "_check", check)
+    monkeypatch.setattr(Swapper, "prepare", prepare)
     monkeypatch.setattr(video_job.VideoPlan, "make", make)
-    settings = Settings()
+    settings = Settings(face_selector_mode=selector, reference_face_from="source")  # type: ignore[arg-type]
     job = SwapJob.of(settings, [face], tmp_path / "clip.mp4", tmp_path / "out.mp4")
     with pytest.raises(Planned):
         video_job.VideoRun(job, RunContext(), ModelRuntime.create(settings))
+    assert prepared.is_set() == (selector == "many")
