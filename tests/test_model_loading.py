@@ -69,21 +69,25 @@ def test_an_unwritable_folder_still_gives_the_detector(tmp_path: Path) -> None:
 
 
 def test_mediapipe_is_imported_without_matplotlib() -> None:
-    """matplotlib is imported only when mediapipe's drawing helpers draw, and is then the real one; the
-    tasks API (and sounddevice, which runs gcc to look for PortAudio) only when something asks for it."""
+    """matplotlib, the solutions no face reading uses (drawing helpers, hands, pose...) and the tasks API
+    (and sounddevice, which runs gcc to look for PortAudio) are imported only when something asks for
+    them, and are then the real ones."""
     script = (
         "import resource, sys\n"
-        "from facefusion_ui.faces.mediapipe_import import import_mediapipe\n"
+        "from facefusion_ui.faces.mediapipe_import import UNUSED_SOLUTIONS, import_mediapipe\n"
         "import_mediapipe()\n"
-        "from mediapipe.python.solutions import drawing_utils, face_detection\n"
+        "from mediapipe.python.solutions import face_detection, face_mesh\n"
         "assert 'matplotlib' not in sys.modules and 'matplotlib.pyplot' not in sys.modules, 'matplotlib imported'\n"
         "assert 'sounddevice' not in sys.modules and 'mediapipe.tasks' not in sys.modules, 'tasks imported'\n"
+        "assert not [name for name in UNUSED_SOLUTIONS if name in sys.modules], 'an unused solution imported'\n"
         "assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw == 0, 'a program was run'\n"
-        "figure = drawing_utils.plt.figure\n"
+        "from mediapipe.python.solutions import drawing_utils, hands\n"
         "import matplotlib.pyplot\n"
-        "assert figure is matplotlib.pyplot.figure and callable(figure)\n"
+        "assert drawing_utils.plt is matplotlib.pyplot and callable(drawing_utils.plt.figure)\n"
         "assert type(sys.modules['matplotlib']).__name__ == 'module'\n"
+        "assert hands.Hands.__name__ == 'Hands' and type(sys.modules[hands.__name__]).__name__ == 'module'\n"
         "import mediapipe\n"
+        "assert mediapipe.solutions.pose.Pose.__name__ == 'Pose'\n"
         "assert mediapipe.tasks.vision.FaceDetector.__name__ == 'FaceDetector'\n"
         "assert type(sys.modules['mediapipe.tasks']).__name__ == 'module'\n"
     )
