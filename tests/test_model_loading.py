@@ -4,6 +4,7 @@ API, a video's source photos read in the background, and the proposer imported b
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -15,12 +16,14 @@ import pytest
 
 from facefusion_ui import video_job
 from facefusion_ui.errors import InputError
+from facefusion_ui.faces import runtime
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import LoadingIdentity, load_sources, load_sources_in_background
 from facefusion_ui.job import RunContext, SwapJob
+from facefusion_ui.models import get_spec, load_manifest
 from facefusion_ui.pipeline import FramePipeline, meshes_the_source
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.swapping import Swapper
@@ -307,3 +310,30 @@ def test_a_videos_source_is_read_beside_its_planning(
     with pytest.raises(Planned):
         video_job.VideoRun(job, RunContext(), ModelRuntime.create(settings))
     assert prepared.is_set() == (selector == "many")
+
+
+class StandInGraph:
+    """A mediapipe graph's stand-in: building it writes TFLite's start-up line; meanwhile another thread
+    of the process logs a line of its own."""
+
+    def process(self, image: Frame) -> None:
+        del image
+
+
+def test_what_other_threads_write_while_a_graph_is_built_is_not_lost(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    def load(spec: object) -> StandInGraph:
+        os.write(2, b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.\n")
+        os.write(2, b"W0000 00:00:1796316546.092650   27383 inference_feedback_manager.cc:114] Feedback\n")
+        writer = threading.Thread(target=lambda: os.write(2, b"INFO the job's planning said this\n"))
+        writer.start()
+        writer.join()
+        return StandInGraph()
+
+    monkeypatch.setattr(runtime, "_load_embedded", load)
+    spec = get_spec("mediapipe_blazeface", load_manifest())
+    assert isinstance(runtime._load_quietly(spec), StandInGraph)
+    err = capfd.readouterr().err
+    assert "INFO the job's planning said this" in err
+    assert "TensorFlow Lite" not in err and "inference_feedback_manager" not in err

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import sys
 import threading
 import warnings
 from collections import Counter
@@ -85,17 +87,29 @@ def _load_embedded(spec: ModelSpec) -> Any:
     raise ModelError(f"'{spec.name}' is not an embedded model")
 
 
+NATIVE_CHATTER = re.compile(
+    r"(INFO: Created TensorFlow Lite |WARNING: All log messages before absl::InitializeLog"
+    r"|[IWEF]\d{4} [\d:.]+ +\d+ [\w.-]+:\d+\] )"
+)
+"""The start-up lines of TFLite and absl (glog's format: ``W0000 00:00:17.5 123 file.cc:114] ...``)."""
+
+
 def _load_quietly(spec: ModelSpec) -> Any:
     """Build a mediapipe graph and run it once with native stderr captured: TFLite and absl print
     start-up lines (XNNPACK delegate, feedback manager) that would otherwise reach the user's terminal.
     Building is inside the capture too: the graph starts its calculators on its own threads as it is
-    built, and on a busy machine a delegate could be created before the warm-up run began."""
-    with captured_native_stderr():
+    built, and on a busy machine a delegate could be created before the warm-up run began. The capture
+    takes the whole process's stderr: what other threads wrote meanwhile (a log line of the job's
+    planning, an error) is written out after it, the native start-up lines left out."""
+    with captured_native_stderr() as lines:
         graph = _load_embedded(spec)
         if isinstance(graph, MeshModel):
             graph.warm_up()
         else:
             graph.process(np.zeros((64, 64, 3), dtype=np.uint8))
+    others = [line for line in lines if not NATIVE_CHATTER.match(line)]
+    if others:  # what other threads wrote meanwhile (a log line, an error): late, not lost
+        sys.stderr.write("".join(f"{line}\n" for line in others))
     return graph
 
 
