@@ -245,7 +245,7 @@ class VideoRun:
         self.context = context
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
-        self.warming = warm_proposer(job.settings)  # beside the planning's ffmpeg runs
+        self.warming = warm_proposer(job.settings, runtime)  # beside the planning's ffmpeg runs
         # Without a face map the source photos are read beside the planning's ffmpeg runs and the first
         # probe, and a source read by its mesh alone is prepared for the swap there too (a video without
         # faces pays that: about 0.1 s of CPU): the first frame would otherwise wait for them.

@@ -138,19 +138,22 @@ def test_source_photos_read_in_the_background(tmp_path: Path) -> None:
 
 
 def test_the_proposer_is_imported_beside_the_planning_only_when_probes_use_it() -> None:
-    """A video with the default detector imports mediapipe's face detection on its own thread (no graph
-    built: that captures the process's stderr); settings whose probes never propose import nothing."""
+    """A video with the default detector imports mediapipe's face detection and builds its graph on a
+    thread of its own; settings whose probes never propose import nothing."""
     script = (
         "import sys\n"
         "from facefusion_ui.faces.detection_schedule import warm_proposer\n"
+        "from facefusion_ui.faces.runtime import ModelRuntime\n"
         "from facefusion_ui.state_manager import Settings\n"
         "never = [Settings(face_detector_interval=1), Settings(face_detector_model='mediapipe_blazeface'),\n"
         "         Settings(face_detector_upsample=0)]\n"
         "assert all(warm_proposer(settings) is None for settings in never)\n"
         "assert 'mediapipe' not in sys.modules, 'imported for settings that never propose'\n"
-        "warming = warm_proposer(Settings())\n"
+        "runtime = ModelRuntime.create(Settings())\n"
+        "warming = warm_proposer(Settings(), runtime)\n"
         "warming.join(timeout=120)\n"
         "assert not warming.is_alive() and 'mediapipe.python.solutions.face_detection' in sys.modules\n"
+        "assert runtime.embedded.loads['mediapipe_blazeface'] == 1\n"
         "assert warming.name == 'warm-proposer'\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)

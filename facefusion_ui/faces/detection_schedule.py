@@ -10,11 +10,11 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from facefusion_ui.faces.analyser import FaceAnalyser, SearchView, without_overlaps
+from facefusion_ui.faces.analyser import PROPOSER, FaceAnalyser, SearchView, without_overlaps
 from facefusion_ui.faces.change_gate import FacelessFrame, changed_beside, thumbnail
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face
@@ -34,6 +34,9 @@ from facefusion_ui.faces.schedule import (
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame, Points
+
+if TYPE_CHECKING:
+    from facefusion_ui.faces.runtime import ModelRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +80,12 @@ def proposes(settings: Settings) -> bool:
     return hog_upsampled and settings.face_detector_interval > 1
 
 
-def warm_proposer(settings: Settings) -> threading.Thread | None:
-    """Import mediapipe's face detection, the proposer's, on a thread of its own now (None when
-    ``settings`` never use it): a video's first probe without faces would otherwise wait for the import
-    (0.1 s of CPU, more of wall), while the job's planning leaves a core idle waiting for ffmpeg. Only the
-    import: building the graph captures the process's native stderr (``runtime._load_quietly``), which
-    would swallow what the planning says meanwhile (its INFO lines, an error). A failure is left to the
-    probe, which raises it."""
+def warm_proposer(settings: Settings, runtime: ModelRuntime | None = None) -> threading.Thread | None:
+    """Import mediapipe's face detection, the proposer's, and with ``runtime`` build its graph, on a
+    thread of its own now (None when ``settings`` never use it): a video's probes would otherwise wait for
+    them (0.1 s of CPU for the import, 20-30 ms for the graph), while the job's planning leaves a core idle
+    waiting for ffmpeg. The graph's build captures the process's stderr; what the planning says meanwhile
+    is written out after it (``runtime._load_quietly``). A failure is left to the probe, which raises it."""
     if not proposes(settings):
         return None
 
@@ -91,8 +93,10 @@ def warm_proposer(settings: Settings) -> threading.Thread | None:
         try:
             import_mediapipe()
             importlib.import_module("mediapipe.python.solutions.face_detection")
-        except Exception as error:  # the probe imports it again and raises
-            logger.debug("importing mediapipe beforehand failed: %s", error)
+            if runtime is not None:
+                runtime.embedded_model(PROPOSER)
+        except Exception as error:  # the probe loads it again and raises
+            logger.debug("loading the proposer beforehand failed: %s", error)
 
     thread = threading.Thread(target=load, name="warm-proposer", daemon=True)
     thread.start()
