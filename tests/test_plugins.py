@@ -377,6 +377,18 @@ def test_installed_entry_points_are_read_once_a_process(monkeypatch: pytest.Monk
     assert set(BUILTIN_PROCESSORS) <= set(names.pop())
 
 
+def test_a_distributions_name_is_read_once_a_process() -> None:
+    """Each read of an entry point's distribution name parses its whole metadata file: the registry,
+    discovered several times a run, reads each installed distribution's name once."""
+    from facefusion_ui.processors import registry as registry_module
+
+    registry_module._distribution_name.cache_clear()
+    names = {ProcessorRegistry.discover().names() for _ in range(3)}
+    read = registry_module._distribution_name.cache_info()
+    distributions = {id(point.dist) for point in registry_module.installed_processor_entry_points()}
+    assert len(names) == 1 and read.misses == len(distributions) and read.hits > 0
+
+
 def test_a_plugin_added_to_the_import_path_is_found_after_a_first_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

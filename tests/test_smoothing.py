@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from facefusion_ui.faces.analyser import FaceAnalyser
-from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
+from facefusion_ui.faces.cuts import CUT_SIZE, STEP_SIZE, cut_thumbnail, is_cut
 from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.face import Face, box_iou
 from facefusion_ui.faces.frame_analysis import FrameAnalysis
@@ -87,6 +87,25 @@ def test_cuts_between_different_photos_not_under_noise() -> None:
     assert is_cut(cut_thumbnail(people), cut_thumbnail(resized(grace, people)))
     assert not is_cut(cut_thumbnail(grace), cut_thumbnail(noisy(grace, 1, sigma=8.0)))
     assert not is_cut(cut_thumbnail(noisy(grace, 2)), cut_thumbnail(noisy(grace, 3)))
+
+
+def hd(image: Frame) -> Frame:
+    return np.ascontiguousarray(cv2.resize(image, (1280, 720)), dtype=np.uint8)
+
+
+def test_a_cut_thumbnail_made_small_first_is_within_a_grey_level_of_one_made_grey_first() -> None:
+    """A large frame is brought to ``STEP_SIZE`` before its grey conversion (half the time on 720p): the
+    thumbnail stays within a grey level of the one whose whole frame was made grey first, and the cuts
+    between the photos, and none under noise, are told as before."""
+    frames = [hd(photo) for photo in (media.grace_hopper(), media.t1())]
+    frames += [noisy(frames[0], 5, sigma=8.0), hd(media.astronaut())]
+    for frame in frames:
+        grey = cv2.resize(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), (STEP_SIZE, STEP_SIZE))
+        grey_first = cv2.resize(grey, (CUT_SIZE, CUT_SIZE), interpolation=cv2.INTER_AREA)
+        assert np.abs(cut_thumbnail(frame).astype(int) - grey_first).max() <= 1
+    thumbnails = [cut_thumbnail(frame) for frame in frames]
+    assert is_cut(thumbnails[0], thumbnails[1]) and is_cut(thumbnails[0], thumbnails[3])
+    assert not is_cut(thumbnails[0], thumbnails[2])
 
 
 @pytest.fixture(scope="module")

@@ -108,14 +108,45 @@ def bgr_to_planes(bgr: Frame, matrix: ColourMatrix) -> tuple[np.ndarray, np.ndar
     return y, cv2.resize(u, half, interpolation=cv2.INTER_AREA), cv2.resize(v, half, interpolation=cv2.INTER_AREA)
 
 
-def changed_box(before: Frame, after: Frame) -> tuple[int, int, int, int] | None:
-    """The smallest box (x0, y0, x1, y1), grown to even coordinates, holding every changed pixel."""
-    difference = cv2.absdiff(before, after)
-    channels = difference.shape[2] if difference.ndim == 3 else 1
-    # the channels side by side in one plane (a pixel's columns x * channels ...): no per-channel copies
-    x, y, w, h = cv2.boundingRect(difference.reshape(difference.shape[0], -1))
+WORD = 4
+"""Bytes compared at a time by ``changed_words`` (as 32-bit integers)."""
+
+
+def changed_words(before: Frame, after: Frame) -> tuple[int, int, int, int] | None:
+    """Where ``before`` and ``after`` (same shape, uint8, C-contiguous, rows a whole number of ``WORD``
+    bytes) differ, to the word: (first row, row after the last, first byte column, byte column after the
+    last), None when they do not. A swapped face changes a tenth of a frame: comparing 4 bytes at a time
+    finds it in a fraction of the time a whole frame's difference image and its bounding box took."""
+    height = before.shape[0]
+    differs = cv2.compare(
+        before.reshape(height, -1).view(np.int32), after.reshape(height, -1).view(np.int32), cv2.CMP_NE
+    )
+    x, y, w, h = cv2.boundingRect(differs)
     if w == 0 or h == 0:
         return None
+    return y, y + h, x * WORD, (x + w) * WORD
+
+
+def changed_box(before: Frame, after: Frame) -> tuple[int, int, int, int] | None:
+    """The smallest box (x0, y0, x1, y1), grown to even coordinates, holding every changed pixel."""
+    channels = before.shape[2] if before.ndim == 3 else 1
+    row_bytes = before.shape[1] * channels
+    alike = before.shape == after.shape and before.dtype == after.dtype == np.uint8
+    words = alike and before.flags.c_contiguous and after.flags.c_contiguous and row_bytes % WORD == 0
+    # only the rows and words that changed are compared byte by byte (whole frames when that cannot be)
+    band = changed_words(before, after) if words else (0, before.shape[0], 0, row_bytes)
+    if band is None:
+        return None
+    top, bottom, left, right = band
+    difference = cv2.absdiff(
+        before.reshape(before.shape[0], -1)[top:bottom, left:right],
+        after.reshape(after.shape[0], -1)[top:bottom, left:right],
+    )
+    # the channels side by side in one plane (a pixel's columns x * channels ...): no per-channel copies
+    x, y, w, h = cv2.boundingRect(difference)
+    if w == 0 or h == 0:
+        return None
+    x, y = x + left, y + top
     x, w = x // channels, -(-(x + w) // channels) - x // channels
     x0, y0 = x - x % 2, y - y % 2
     x1, y1 = x + w + (x + w) % 2, y + h + (y + h) % 2
