@@ -27,8 +27,11 @@ from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     dark_lines,
+    edge_remnants,
+    frame_lines,
     kept_eyes,
     lens_rings,
+    painted_out,
     wears_glasses,
     with_target_detail,
 )
@@ -140,6 +143,24 @@ def test_glasses_are_painted_out_without_rims(swapper: MeshWarpSwapper, shared_r
     assert not wears_glasses(source.image, points)
     # kept, they stay
     assert WarpSource.of(grace, mesh, keep_glasses=True).painted is None
+
+
+def test_no_arc_of_a_lower_rim_is_left_past_the_painting(
+    swapper: MeshWarpSwapper, shared_runtime: ModelRuntime
+) -> None:
+    grace = media.grace_hopper()
+    mesh = swapper.warp_mesh(grace, analysed(shared_runtime, grace)[0])
+    assert mesh is not None
+    crop, points = (source := WarpSource.of(grace, mesh, keep_glasses=True)).image, source.mesh.points
+    outline, features = face_parts(crop, points)
+    skin = skin_likeness(crop, points, outline, features)
+    assert skin is not None
+    lines, kept = frame_lines(crop, points, skin), kept_eyes(points, crop.shape[:2])
+    # the frames painted over alone: the far edge of each lower rim and its shadow stay as long thin lines
+    before = edge_remnants(painted_out(crop, points, lines, skin), points, lines, kept)
+    after = edge_remnants(glasses_painted_out(crop, points)[0], points, lines, kept)
+    assert before.sum() > 0
+    assert after.sum() < 0.2 * before.sum(), (before.sum(), after.sum())
 
 
 def test_a_bare_face_is_not_painted(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:

@@ -57,7 +57,13 @@ from facefusion_ui.processors.side_light import (
     with_target_side_light,
 )
 from facefusion_ui.processors.source_detail import sharpened, sharpening
-from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
+from facefusion_ui.processors.source_glasses import (
+    frame_lines,
+    paint_share,
+    painted_out,
+    with_target_detail,
+    without_remnants,
+)
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -778,7 +784,7 @@ def glasses_painted_out(image: Frame, points: Points) -> tuple[Frame, Mask | Non
     lines = frame_lines(image, points, skin)
     if not lines.any():
         return image, None
-    return painted_out(image, points, lines, skin), paint_share(points, lines)
+    return without_remnants(painted_out(image, points, lines, skin), points, lines), paint_share(points, lines)
 
 
 @dataclass(frozen=True)
