@@ -294,6 +294,27 @@ def lightness_shift(image: Frame, target: Frame, points: np.ndarray) -> float:
     return float(lightness[0].mean() - lightness[1].mean())
 
 
+MIDLINE = (1, 4, 5, 195, 197, 6, 168)
+"""Mesh points down the nose: the face's middle, which ``darker_cheek`` splits the cheeks at."""
+
+
+def darker_cheek(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """How much lighter (Lab L; negative: darker) the swap's cheeks are than the target's, per side of the
+    face, the darker side: a source lit from the side or turned brought a grey shadow onto a cheek."""
+    area = cheeks(points, image.shape)
+    _, up, _ = face_frame(points)
+    middle = points[list(MIDLINE)].mean(axis=0)
+    ys, xs = np.mgrid[0 : image.shape[0], 0 : image.shape[1]].astype(np.float32)
+    across = (xs - middle[0]) * -up[1] + (ys - middle[1]) * up[0]
+    swapped, own = (cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) for picture in (image, target))
+    shifts = [
+        float(swapped[side].mean() - own[side].mean())
+        for side in (area & (across < 0), area & (across >= 0))
+        if side.any()
+    ]
+    return min(shifts, default=float("nan"))
+
+
 def rim_arcs(image: Frame, target: Frame, points: np.ndarray) -> float:
     """Thin lines (a top-hat and a black-hat of the lightness, as wide as a glasses frame, summed) on the
     lower half of the band along each lens's edge (``lens_rings``: where a source's lower rims land),
@@ -346,6 +367,7 @@ def looks_measures(target: Frame, swapped: Frame, points: list[np.ndarray]) -> d
             ("chroma", chroma),
             ("colour off", colour_off),
             ("lightness shift", lightness_shift(swapped, target, mesh)),
+            ("darker cheek", darker_cheek(swapped, target, mesh)),
             ("rim arcs", rim_arcs(swapped, target, mesh)),
             ("corner dots", corner_dots(swapped, target, mesh)),
         ):

@@ -278,6 +278,7 @@ SEEN = {
     "chroma": "cheek chroma vs target",
     "colour off": "cheek colour off target (Lab)",
     "lightness shift": "lower-face lightness shift (L)",
+    "darker cheek": "darker cheek's lightness shift (L)",
     "rim arcs": "thin lines under the eyes vs target",
     "corner dots": "mouth-corner darkness vs target (L)",
 }

@@ -24,6 +24,7 @@ from facefusion_ui.processors.mesh_warp import (
     skin_likeness,
 )
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
+from facefusion_ui.processors.side_light import with_lifted_shadows
 from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     dark_lines,
@@ -284,3 +285,18 @@ def test_a_source_lit_from_one_side_takes_the_targets_lighting(
     changes = [abs(half_difference(result, face) - half_difference(target, face)) for face in faces]
     assert len(changes) == 6
     assert float(np.mean(changes)) < 13.0, changes
+
+
+def test_a_turned_sources_shadow_is_lifted_over_the_faces_fading_edge_too() -> None:
+    # the inner face (weight over 0.5) from 16 to 80; the blend still shows the source a little past it
+    face = np.zeros((96, 96), np.float32)
+    face[16:80, 16:80] = 1
+    target = np.full((96, 96), 180, np.uint8)
+    source = np.full((96, 96), 180, np.uint8)
+    source[:, :40] = 120  # the near cheek in shadow, out to the face's edge
+    lifted = with_lifted_shadows(source, target, face, np.zeros_like(face))
+    assert lifted[48, 24] > 150
+    # past the inner face's edge as well: no dark rim of the source's shadow where the blend fades
+    assert lifted[48, 8] > 150, lifted[48, :20]
+    # never darkened, and what matches the target is left
+    assert (lifted.astype(int) >= source).all() and lifted[48, 60] == 180

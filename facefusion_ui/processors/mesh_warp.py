@@ -601,7 +601,7 @@ def transfer_colour(
         moved[..., 0] = with_target_side_light(moved[..., 0], target_lab[..., 0], face, points)
         if turned:
             moved[..., 0] = with_lifted_shadows(
-                moved[..., 0], target_lab[..., 0], face, features_mask(points, face.shape)
+                moved[..., 0], target_lab[..., 0], face, feature_parts_mask(points, face.shape)
             )
     if openings is not None and openings.any():
         # only inside the openings' box: the rest of the face keeps the smooth colour
@@ -617,6 +617,24 @@ def features_mask(points: Points, shape: tuple[int, ...]) -> Mask:
     """1 inside the hull of the face's features (``FEATURES``: brows, eyes, nose, lips), 0 outside."""
     mask = np.zeros(shape[:2], dtype=np.float32)
     cv2.fillConvexPoly(mask, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+    return mask
+
+
+FEATURE_PARTS = (
+    (33, 133, 145, 159, 70, 63, 105, 66, 107),
+    (362, 263, 374, 386, 336, 296, 334, 293, 300),
+    (168, 6, 197, 195, 5, 4, 1, 98, 327),
+    LIPS,
+)
+"""Each eye with its brow, the nose (bridge to wings) and the lips: the features one by one."""
+
+
+def feature_parts_mask(points: Points, shape: tuple[int, ...]) -> Mask:
+    """1 inside the hull of each of the face's features (``FEATURE_PARTS``), 0 elsewhere (the cheeks between
+    them too, which the hull of all of them, ``features_mask``, takes in)."""
+    mask = np.zeros(shape[:2], dtype=np.float32)
+    for part in FEATURE_PARTS:
+        cv2.fillConvexPoly(mask, cv2.convexHull(points[list(part)].astype(np.float32)).astype(np.int32), 1.0)
     return mask
 
 
