@@ -25,7 +25,7 @@ from facefusion_ui.processors.mesh_warp import (
 )
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.processors.side_light import with_lifted_shadows
-from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
+from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, quieted, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     dark_lines,
     edge_remnants,
@@ -300,3 +300,23 @@ def test_a_turned_sources_shadow_is_lifted_over_the_faces_fading_edge_too() -> N
     assert lifted[48, 8] > 150, lifted[48, :20]
     # never darkened, and what matches the target is left
     assert (lifted.astype(int) >= source).all() and lifted[48, 60] == 180
+
+
+def test_a_small_photos_grain_is_quieted_and_its_lines_kept() -> None:
+    rng = np.random.default_rng(5)
+    grain = rng.normal(0.0, 2.0, (80, 80))
+    image = np.clip(150.0 + grain, 0, 255).astype(np.uint8)
+    image[40:42, 10:70] -= 40  # a wrinkle: far stronger than the grain
+    photo = np.asarray(cv2.merge([image, image, image]), dtype=np.uint8)
+    inside = np.zeros((80, 80), np.float32)
+    inside[4:76, 4:76] = 1.0
+    quiet = quieted(photo, inside, np.zeros_like(inside), 80.0)
+    fine_before, fine_after = (
+        np.abs(grey - cv2.GaussianBlur(grey, (0, 0), 1.0))[10:30, 10:70].mean()
+        for grey in (photo[..., 0].astype(np.float32), quiet[..., 0].astype(np.float32))
+    )
+    assert fine_after < 0.7 * fine_before, (fine_before, fine_after)
+    # the wrinkle keeps its depth against the skin round it; no colour comes in
+    depth = float(quiet[20:30, 10:70, 0].mean()) - float(quiet[40:42, 20:60, 0].mean())
+    assert depth > 0.8 * 40, depth
+    assert (quiet[..., 0] == quiet[..., 1]).all() and (quiet[..., 1] == quiet[..., 2]).all()

@@ -56,7 +56,7 @@ from facefusion_ui.processors.side_light import (
     with_lifted_shadows,
     with_target_side_light,
 )
-from facefusion_ui.processors.source_detail import sharpened, sharpening
+from facefusion_ui.processors.source_detail import quieted, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     frame_lines,
     paint_share,
@@ -829,6 +829,8 @@ class WarpSource:
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
         (inside, features), size = face_parts(crop, points), float(max(np.ptp(points, axis=0)))
         amount = sharpening(crop, inside, size)  # measured before any glasses are painted out
+        if amount > 0.0 and far_side(points, TURNED_SOURCE) != 0:  # a small photo's grain, not skin detail
+            crop = quieted(crop, inside, features, size)
         painted = None
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)
