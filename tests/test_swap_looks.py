@@ -22,6 +22,7 @@ from facefusion_ui.processors.mesh_warp import (
     glasses_painted_out,
     opening_contours,
     skin_likeness,
+    toward_target_colour_at_edge,
 )
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
 from facefusion_ui.processors.side_light import with_lifted_shadows
@@ -320,3 +321,17 @@ def test_a_small_photos_grain_is_quieted_and_its_lines_kept() -> None:
     depth = float(quiet[20:30, 10:70, 0].mean()) - float(quiet[40:42, 20:60, 0].mean())
     assert depth > 0.8 * 40, depth
     assert (quiet[..., 0] == quiet[..., 1]).all() and (quiet[..., 1] == quiet[..., 2]).all()
+
+
+def test_the_colour_at_the_faces_edge_is_the_targets_own() -> None:
+    weight = np.zeros((120, 120), np.float32)  # the blend weight: the face from 10 to 110
+    weight[10:110, 10:110] = 1.0
+    moved = np.full((120, 120, 2), 140, np.uint8)  # the source's colour moved to the target's mean
+    target = np.zeros((120, 120, 3), np.uint8)
+    target[..., 0], target[..., 1], target[..., 2] = 180, 150, 160  # warmer at the neck and ears
+    target[40:80, 40:80, 1:] = 140  # the middle of the face as pale as the moved colour
+    colour = toward_target_colour_at_edge(moved, target, weight, 3.0)
+    # at the face's edge, near the target's own (the neck's); the moved colour is 10 and 20 levels off
+    assert abs(int(colour[60, 11, 0]) - 150) <= 3 and abs(int(colour[60, 11, 1]) - 160) <= 5
+    assert (colour[60, 60] == 140).all()  # deep inside, the source's own (moved) colour
+    assert int(colour[60, 20, 1]) > 140  # a smooth slope between, no edge of its own
