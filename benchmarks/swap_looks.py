@@ -9,6 +9,11 @@
   swap against the one it finds in the target, in pixels: on t1.jpg the eyes open under ``SHUT`` of
   their width, and both eyes of the astronaut with its eyes closed by a mesh warp (``with_eyes_shut``).
   Goal <= 2 px.
+- what a person sees on t1.jpg's crops (``looks_measures``, no goals, each face against the target before
+  the swap): the cheeks' finest lightness detail (grain), their chroma and how far their colour is off the
+  target's, the lower face's lightness beside the neck, the darker cheek's lightness (a grey shadow), thin
+  lines under the eyes (glasses rims), the mouth corners' darkness (dark dots); and per source how much of
+  its glasses' lower rims is left once painted out (``rim_left``).
 """
 
 from __future__ import annotations
