@@ -9,6 +9,11 @@
   swap against the one it finds in the target, in pixels: on t1.jpg the eyes open under ``SHUT`` of
   their width, and both eyes of the astronaut with its eyes closed by a mesh warp (``with_eyes_shut``).
   Goal <= 2 px.
+- what a person sees on t1.jpg's crops (``looks_measures``, no goals, each face against the target before
+  the swap): the cheeks' finest lightness detail (grain), their chroma and how far their colour is off the
+  target's, the lower face's lightness beside the neck, the darker cheek's lightness (a grey shadow), thin
+  lines under the eyes (glasses rims), the mouth corners' darkness (dark dots); and per source how much of
+  its glasses' lower rims is left once painted out (``rim_left``).
 """
 
 from __future__ import annotations
@@ -23,8 +28,18 @@ from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.landmarker import face_mesh
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.mesh_warp import WarpSource, mesh_triangles, render_maps
+from facefusion_ui.masks.mesh_parts import face_size
+from facefusion_ui.processors.mesh_warp import (
+    EYES,
+    MOUTH_CORNERS,
+    WarpSource,
+    features_mask,
+    inside_outline,
+    mesh_triangles,
+    render_maps,
+)
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
+from facefusion_ui.processors.source_glasses import LINE_WIDTH, kept_eyes, lens_rings
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from tests.support import media
@@ -89,6 +104,10 @@ class LooksResults:
     """Per source, on t1, each swapped face's dlib distance to the source and to its original."""
     shut_eye_errors: dict[str, list[float]] = field(default_factory=dict)
     """Per target, |opening after - opening before| (pixels) of its shut or cast-down eyes, all sources."""
+    rims: dict[str, float] = field(default_factory=dict)
+    """Per source, ``rim_left``."""
+    seen: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """Per source, on t1, each measure of ``looks_measures`` per face."""
     tiles: list[Frame] = field(default_factory=list)
 
 
@@ -123,10 +142,14 @@ class Looks:
             "hanks": media.read(media.tom_hanks_path()),
         }
         sources = {name: self.prepared(image) for name, image in named.items()}
+        results = LooksResults()
+        for name, (face, prepared) in sources.items():
+            mesh = self.swapper.warp_mesh(named[name], face)
+            assert mesh is not None
+            results.rims[name] = rim_left(prepared, WarpSource.of(named[name], mesh, keep_glasses=True))
         astronaut = self.faces(named["astronaut"])[0]
         assert astronaut.mesh is not None
         targets = {"t1": media.t1(), "astronaut shut": with_eyes_shut(named["astronaut"], astronaut.mesh.points)}
-        results = LooksResults()
         for target_name, target in targets.items():
             faces = self.faces(target)
             for name, (source_face, prepared) in sources.items():
@@ -163,6 +186,10 @@ class Looks:
                 results.distances.setdefault(name, []).append((to_source, to_original))
                 carried = to_source < min(SAME_PERSON, to_original)
                 results.carried[name] = results.carried.get(name, 0) + int(carried)
+                if face.mesh is not None:
+                    seen = results.seen.setdefault(name, {})
+                    for measure, values in looks_measures(target, swapped, [face.mesh.points]).items():
+                        seen.setdefault(measure, []).extend(values)
             before_points, after_points = self.mesh_points(target, face), self.mesh_points(swapped, face)
             if before_points is not None and after_points is not None:
                 for (opening, width), (after_opening, _) in zip(
@@ -195,5 +222,178 @@ def side_by_side(target: Frame, source: Frame, swapped: Frame, face: Face, heigh
     return np.hstack([square(target[y1:y2, x1:x2]), square(source), square(swapped[y1:y2, x1:x2])])
 
 
+# what a person sees on the crops (issue 31's looks) ------------------------------------------------------
+GRAIN_SIGMA = 1.0
+"""The fine detail the grain measure reads: lightness minus its Gaussian blur over this many pixels."""
+LOWER_BAND = (0.06, 0.2)
+"""The band inside the face's outline (shares of the face's size) whose lightness ``lightness_shift`` reads."""
+CORNER_REACH = 0.035
+"""The disc round each mouth corner ``corner_dots`` reads (a share of the face's size)."""
+
+
+def face_frame(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The mouth's middle, the face's unit up direction (mouth to eyes) and the eyes' height above it."""
+    eyes = points[list(EYES)].mean(axis=0)
+    mouth = points[list(MOUTH_CORNERS)].mean(axis=0)
+    up = eyes - mouth
+    height = float(np.linalg.norm(up)) or 1.0
+    return mouth, up / height, height
+
+
+def height_above_mouth(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Per pixel, how far above the mouth's middle it lies along the face's up direction, in eye heights."""
+    mouth, up, height = face_frame(points)
+    ys, xs = np.mgrid[0 : shape[0], 0 : shape[1]].astype(np.float32)
+    return np.asarray(((xs - mouth[0]) * up[0] + (ys - mouth[1]) * up[1]) / height, dtype=np.float32)
+
+
+def cheeks(points: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """True on the cheeks: inside the face's outline, off its features (grown a little), between the
+    mouth's level and just under the eyes."""
+    outline = inside_outline(points, shape, ramp=1.0) > 0.5
+    grow = max(3, int(face_size(points) * 0.04)) | 1
+    features = cv2.dilate(features_mask(points, shape), np.ones((grow, grow), np.uint8)) > 0
+    level = height_above_mouth(points, shape)
+    return np.asarray(outline & ~features & (level > 0.0) & (level < 0.75))
+
+
+def cheek_grain(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """The cheeks' fine lightness detail (mean absolute lightness minus its blur, ``GRAIN_SIGMA``) in
+    ``image`` over the target's own: a small or noisy source's grain shows as more than 1."""
+    area = cheeks(points, image.shape)
+
+    def fine(picture: Frame) -> float:
+        lightness = cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+        return float(np.abs(lightness - cv2.GaussianBlur(lightness, (0, 0), GRAIN_SIGMA))[area].mean())
+
+    return fine(image) / max(fine(target), 1e-3) if area.any() else float("nan")
+
+
+def cheek_colour(image: Frame, target: Frame, points: np.ndarray) -> tuple[float, float]:
+    """On the cheeks, the swap's colour against the target's: the mean Lab chroma over the target's
+    (under 1: greyer) and the mean distance in a*, b* (Lab units) of their colours smoothed (sigma 2)."""
+    area = cheeks(points, image.shape)
+    if not area.any():
+        return float("nan"), float("nan")
+    colours = []
+    for picture in (image, target):
+        lab = cv2.GaussianBlur(cv2.cvtColor(picture, cv2.COLOR_BGR2LAB).astype(np.float32), (0, 0), 2.0)
+        colours.append(lab[..., 1:][area] - 128.0)
+    swapped, own = colours
+    chroma_ratio = float(np.hypot(*swapped.T).mean() / max(float(np.hypot(*own.T).mean()), 1e-3))
+    return chroma_ratio, float(np.hypot(*(swapped - own).T).mean())
+
+
+def lightness_shift(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """How much lighter (Lab L, 0..255) the swap is than the target in a band just inside the lower face's
+    outline (``LOWER_BAND``, below the eyes: the cheeks and jaw beside the neck and ears), where a paler
+    face shows against the target's own neck."""
+    size = face_size(points)
+    depth = inside_outline(points, image.shape, ramp=size)
+    band = (depth > LOWER_BAND[0]) & (depth < LOWER_BAND[1]) & (height_above_mouth(points, image.shape) < 0.75)
+    if not band.any():
+        return float("nan")
+    lightness = [
+        cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)[band] for picture in (image, target)
+    ]
+    return float(lightness[0].mean() - lightness[1].mean())
+
+
+MIDLINE = (1, 4, 5, 195, 197, 6, 168)
+"""Mesh points down the nose: the face's middle, which ``darker_cheek`` splits the cheeks at."""
+
+
+def darker_cheek(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """How much lighter (Lab L; negative: darker) the swap's cheeks are than the target's, per side of the
+    face, the darker side: a source lit from the side or turned brought a grey shadow onto a cheek."""
+    area = cheeks(points, image.shape)
+    _, up, _ = face_frame(points)
+    middle = points[list(MIDLINE)].mean(axis=0)
+    ys, xs = np.mgrid[0 : image.shape[0], 0 : image.shape[1]].astype(np.float32)
+    across = (xs - middle[0]) * -up[1] + (ys - middle[1]) * up[0]
+    swapped, own = (cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) for picture in (image, target))
+    shifts = [
+        float(swapped[side].mean() - own[side].mean())
+        for side in (area & (across < 0), area & (across >= 0))
+        if side.any()
+    ]
+    return min(shifts, default=float("nan"))
+
+
+def rim_arcs(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """Thin lines (a top-hat and a black-hat of the lightness, as wide as a glasses frame, summed) on the
+    lower half of the band along each lens's edge (``lens_rings``: where a source's lower rims land),
+    off the eyes, in the swap over the target's own."""
+    level = height_above_mouth(points, image.shape)
+    rings = lens_rings(points, image.shape[:2]) > 0
+    area = rings & (level < 1.0) & (kept_eyes(points, image.shape[:2]) == 0)
+    if not area.any():
+        return float("nan")
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+
+    def lines(picture: Frame) -> float:
+        lightness = cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0]
+        thin = cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element).astype(np.float32)
+        thin += cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element)
+        return float(thin[area].mean())
+
+    return lines(image) / max(lines(target), 1e-3)
+
+
+def corner_dots(image: Frame, target: Frame, points: np.ndarray) -> float:
+    """How much darker (Lab L) than the skin round it the darkest tenth of a small disc round each mouth
+    corner is in the swap, less the same in the target; the worse corner."""
+    reach = max(2.0, CORNER_REACH * face_size(points))
+    lightness = [cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32) for picture in (image, target)]
+    ys, xs = np.mgrid[0 : image.shape[0], 0 : image.shape[1]].astype(np.float32)
+    worst = -np.inf
+    for corner in MOUTH_CORNERS:
+        distance = np.hypot(xs - points[corner, 0], ys - points[corner, 1])
+        disc, ring = distance <= reach, (distance > 2 * reach) & (distance <= 3 * reach)
+        if not disc.any() or not ring.any():
+            continue
+        depths = [float(np.median(light[ring]) - np.percentile(light[disc], 10)) for light in lightness]
+        worst = max(worst, depths[0] - depths[1])
+    return float(worst)
+
+
 def write_tiles(tiles: list[Frame], path: Path) -> None:
     cv2.imwrite(str(path), np.vstack(tiles))
+
+
+def looks_measures(target: Frame, swapped: Frame, points: list[np.ndarray]) -> dict[str, list[float]]:
+    """Per face (``points``: each face's mesh in ``target``), the measures of what a person sees."""
+    measures: dict[str, list[float]] = {}
+    for mesh in points:
+        chroma, colour_off = cheek_colour(swapped, target, mesh)
+        for name, value in (
+            ("grain", cheek_grain(swapped, target, mesh)),
+            ("chroma", chroma),
+            ("colour off", colour_off),
+            ("lightness shift", lightness_shift(swapped, target, mesh)),
+            ("darker cheek", darker_cheek(swapped, target, mesh)),
+            ("rim arcs", rim_arcs(swapped, target, mesh)),
+            ("corner dots", corner_dots(swapped, target, mesh)),
+        ):
+            measures.setdefault(name, []).append(value)
+    return measures
+
+
+def rim_left(bare: WarpSource, kept: WarpSource) -> float:
+    """How much of a source photo's lower glasses rims is left once painted out: the dark thin lines (a
+    black-hat of the lightness, as wide as a frame) on the lower half of the band along each lens's edge
+    (``lens_rings``), off the eyes, in the source as drawn (``bare``) over the same with its glasses kept
+    (``kept``). About 1 for a face without glasses (nothing painted)."""
+    points = bare.mesh.points
+    shape = bare.image.shape[:2]
+    level = height_above_mouth(points, shape)
+    area = (lens_rings(points, shape) > 0) & (level < 1.0) & (kept_eyes(points, shape) == 0)
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+
+    def lines(picture: Frame) -> float:
+        lightness = cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0]
+        return float(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element)[area].mean())
+
+    return lines(bare.image) / max(lines(kept.image), 1e-3)

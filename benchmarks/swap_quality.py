@@ -253,6 +253,9 @@ def looks_rows(runtime: ModelRuntime, crops: Path | None) -> list[Row]:
         # per face, dlib's distance to the source / to the face before the swap: how near a miss is
         pairs = " ".join(f"{to_source:.2f}/{to_original:.2f}" for to_source, to_original in results.distances[name])
         rows.append(Row("  to source/to original", "", pairs, "", ""))
+    rows += seen_rows(results.seen)
+    for name, left in results.rims.items():
+        rows.append(Row(f"glasses rims left under the eyes, {name}", "", f"{left:.2f}x the photo's", "", ""))
     for target, errors in results.shut_eye_errors.items():
         worst = max(errors)
         value = f"worst {worst:.1f} px ({len(errors)} eyes)"
@@ -267,6 +270,28 @@ def looks_rows(runtime: ModelRuntime, crops: Path | None) -> list[Row]:
         )
     if crops is not None and results.tiles:
         write_tiles(results.tiles, crops / "quality_looks.png")
+    return rows
+
+
+SEEN = {
+    "grain": "cheek grain vs target",
+    "chroma": "cheek chroma vs target",
+    "colour off": "cheek colour off target (Lab)",
+    "lightness shift": "lower-face lightness shift (L)",
+    "darker cheek": "darker cheek's lightness shift (L)",
+    "rim arcs": "thin lines under the eyes vs target",
+    "corner dots": "mouth-corner darkness vs target (L)",
+}
+"""The row names of ``swap_looks.looks_measures``'s measures (no goals: what a person sees, in numbers)."""
+
+
+def seen_rows(seen: dict[str, dict[str, list[float]]]) -> list[Row]:
+    """One row per source and measure of ``swap_looks.looks_measures``: the mean and each face's value."""
+    rows = []
+    for name, measures in seen.items():
+        for measure, values in measures.items():
+            each = " ".join(f"{value:.2f}" for value in values)
+            rows.append(Row(f"{SEEN[measure]}, {name}", "box", f"mean {np.nanmean(values):.2f} ({each})", "", ""))
     return rows
 
 

@@ -22,13 +22,18 @@ from facefusion_ui.processors.mesh_warp import (
     glasses_painted_out,
     opening_contours,
     skin_likeness,
+    toward_target_colour_at_edge,
 )
 from facefusion_ui.processors.mesh_warp_swapper import MeshWarpSwapper
-from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, sharpened, sharpening
+from facefusion_ui.processors.side_light import with_lifted_shadows
+from facefusion_ui.processors.source_detail import DETAIL_SCALE, MOST_SHARPENING, quieted, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     dark_lines,
+    edge_remnants,
+    frame_lines,
     kept_eyes,
     lens_rings,
+    painted_out,
     wears_glasses,
     with_target_detail,
 )
@@ -140,6 +145,24 @@ def test_glasses_are_painted_out_without_rims(swapper: MeshWarpSwapper, shared_r
     assert not wears_glasses(source.image, points)
     # kept, they stay
     assert WarpSource.of(grace, mesh, keep_glasses=True).painted is None
+
+
+def test_no_arc_of_a_lower_rim_is_left_past_the_painting(
+    swapper: MeshWarpSwapper, shared_runtime: ModelRuntime
+) -> None:
+    grace = media.grace_hopper()
+    mesh = swapper.warp_mesh(grace, analysed(shared_runtime, grace)[0])
+    assert mesh is not None
+    crop, points = (source := WarpSource.of(grace, mesh, keep_glasses=True)).image, source.mesh.points
+    outline, features = face_parts(crop, points)
+    skin = skin_likeness(crop, points, outline, features)
+    assert skin is not None
+    lines, kept = frame_lines(crop, points, skin), kept_eyes(points, crop.shape[:2])
+    # the frames painted over alone: the far edge of each lower rim and its shadow stay as long thin lines
+    before = edge_remnants(painted_out(crop, points, lines, skin), points, lines, kept)
+    after = edge_remnants(glasses_painted_out(crop, points)[0], points, lines, kept)
+    assert before.sum() > 0
+    assert after.sum() < 0.2 * before.sum(), (before.sum(), after.sum())
 
 
 def test_a_bare_face_is_not_painted(swapper: MeshWarpSwapper, shared_runtime: ModelRuntime) -> None:
@@ -263,3 +286,52 @@ def test_a_source_lit_from_one_side_takes_the_targets_lighting(
     changes = [abs(half_difference(result, face) - half_difference(target, face)) for face in faces]
     assert len(changes) == 6
     assert float(np.mean(changes)) < 13.0, changes
+
+
+def test_a_turned_sources_shadow_is_lifted_over_the_faces_fading_edge_too() -> None:
+    # the inner face (weight over 0.5) from 16 to 80; the blend still shows the source a little past it
+    face = np.zeros((96, 96), np.float32)
+    face[16:80, 16:80] = 1
+    target = np.full((96, 96), 180, np.uint8)
+    source = np.full((96, 96), 180, np.uint8)
+    source[:, :40] = 120  # the near cheek in shadow, out to the face's edge
+    lifted = with_lifted_shadows(source, target, face, np.zeros_like(face))
+    assert lifted[48, 24] > 150
+    # past the inner face's edge as well: no dark rim of the source's shadow where the blend fades
+    assert lifted[48, 8] > 150, lifted[48, :20]
+    # never darkened, and what matches the target is left
+    assert (lifted.astype(int) >= source).all() and lifted[48, 60] == 180
+
+
+def test_a_small_photos_grain_is_quieted_and_its_lines_kept() -> None:
+    rng = np.random.default_rng(5)
+    grain = rng.normal(0.0, 2.0, (80, 80))
+    image = np.clip(150.0 + grain, 0, 255).astype(np.uint8)
+    image[40:42, 10:70] -= 40  # a wrinkle: far stronger than the grain
+    photo = np.asarray(cv2.merge([image, image, image]), dtype=np.uint8)
+    inside = np.zeros((80, 80), np.float32)
+    inside[4:76, 4:76] = 1.0
+    quiet = quieted(photo, inside, np.zeros_like(inside), 80.0)
+    fine_before, fine_after = (
+        np.abs(grey - cv2.GaussianBlur(grey, (0, 0), 1.0))[10:30, 10:70].mean()
+        for grey in (photo[..., 0].astype(np.float32), quiet[..., 0].astype(np.float32))
+    )
+    assert fine_after < 0.7 * fine_before, (fine_before, fine_after)
+    # the wrinkle keeps its depth against the skin round it; no colour comes in
+    depth = float(quiet[20:30, 10:70, 0].mean()) - float(quiet[40:42, 20:60, 0].mean())
+    assert depth > 0.8 * 40, depth
+    assert (quiet[..., 0] == quiet[..., 1]).all() and (quiet[..., 1] == quiet[..., 2]).all()
+
+
+def test_the_colour_at_the_faces_edge_is_the_targets_own() -> None:
+    weight = np.zeros((120, 120), np.float32)  # the blend weight: the face from 10 to 110
+    weight[10:110, 10:110] = 1.0
+    moved = np.full((120, 120, 2), 140, np.uint8)  # the source's colour moved to the target's mean
+    target = np.zeros((120, 120, 3), np.uint8)
+    target[..., 0], target[..., 1], target[..., 2] = 180, 150, 160  # warmer at the neck and ears
+    target[40:80, 40:80, 1:] = 140  # the middle of the face as pale as the moved colour
+    colour = toward_target_colour_at_edge(moved, target, weight, 3.0)
+    # at the face's edge, near the target's own (the neck's); the moved colour is 10 and 20 levels off
+    assert abs(int(colour[60, 11, 0]) - 150) <= 3 and abs(int(colour[60, 11, 1]) - 160) <= 5
+    assert (colour[60, 60] == 140).all()  # deep inside, the source's own (moved) colour
+    assert int(colour[60, 20, 1]) > 140  # a smooth slope between, no edge of its own

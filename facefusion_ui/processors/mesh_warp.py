@@ -29,9 +29,11 @@ source, ``TURNED_SOURCE``, is drawn from its mirror image on a face turned the o
    never narrowed, ``LIGHTNESS_RATIO_LIMITS``; inside the face; the difference its two halves' broad
    lightness shows, how the source photo was lit from the side, swapped for the target's: ``side_light``)
    and its colour becomes a smooth field moved to the target's skin (``transfer_colour``: no colour
-   streaks), and the two are blended with that weight, multi-band (``seam_blend``), so nothing outside the
-   face changes; from a turned source, its cheeks' broad shadows are lifted to the target's
-   (``with_lifted_shadows``).
+   streaks), toward the face's edge the target's own colour (``toward_target_colour_at_edge``), and the
+   two are blended with that weight, multi-band (``seam_blend``), so nothing outside the face changes; from
+   a turned source, its cheeks' broad shadows are lifted to the target's, out to the blend's fading edge
+   (``with_lifted_shadows``); a turned small source's skin is quieted first (``source_detail.quieted``:
+   its grain).
 The target keeps its pose and expression (its geometry); the source gives the appearance (identity).
 """
 
@@ -56,8 +58,14 @@ from facefusion_ui.processors.side_light import (
     with_lifted_shadows,
     with_target_side_light,
 )
-from facefusion_ui.processors.source_detail import sharpened, sharpening
-from facefusion_ui.processors.source_glasses import frame_lines, paint_share, painted_out, with_target_detail
+from facefusion_ui.processors.source_detail import quieted, sharpened, sharpening
+from facefusion_ui.processors.source_glasses import (
+    frame_lines,
+    paint_share,
+    painted_out,
+    with_target_detail,
+    without_remnants,
+)
 from facefusion_ui.types import Frame, Mask, Points
 
 # Face-oval points of the mediapipe mesh (FACEMESH_FACE_OVAL), the outline of the swapped region.
@@ -591,11 +599,13 @@ def transfer_colour(
     # each channel moved as (value - s_mean) * ratio + t_mean, rounded and saturated to 0..255
     matrix = np.hstack([np.diag(ratio), (t_mean - s_mean * ratio)[:, None]])
     moved = cv2.transform(smooth, matrix)
+    if float(s_std[1:].max()) >= GREY_SOURCE:  # a greyscale source's colour is the target's mean already
+        moved[..., 1:] = toward_target_colour_at_edge(moved[..., 1:], target_lab, weight, sigma)
     if points is not None:
         moved[..., 0] = with_target_side_light(moved[..., 0], target_lab[..., 0], face, points)
         if turned:
             moved[..., 0] = with_lifted_shadows(
-                moved[..., 0], target_lab[..., 0], face, features_mask(points, face.shape)
+                moved[..., 0], target_lab[..., 0], face, feature_parts_mask(points, face.shape)
             )
     if openings is not None and openings.any():
         # only inside the openings' box: the rest of the face keeps the smooth colour
@@ -607,10 +617,53 @@ def transfer_colour(
     return np.asarray(cv2.cvtColor(moved, cv2.COLOR_LAB2BGR), dtype=np.uint8)
 
 
+GREY_SOURCE = 1.0
+"""A source whose colour (a*, b*) spreads less than this over the face is greyscale."""
+EDGE_COLOUR = 0.15
+EDGE_SMOOTHING = 3.0
+"""Over how much of the face's size inward from its inner edge the colour moves from the target's own (at
+the edge, beside its neck and ears) to the source's moved one."""
+
+
+def toward_target_colour_at_edge(colour: np.ndarray, target_lab: np.ndarray, weight: Mask, sigma: float) -> np.ndarray:
+    """``colour`` (the warped face's a*, b*, uint8, moved to the target's) with, toward the edge of ``inner``
+    (the inner face, 0/1: ``EDGE_COLOUR`` of its size inward), the target's own colour there (``target_lab``'s
+    smooth colour field, three times smoother than ``sigma``: no streaks of its own), so the face's edge has
+    the colour of the target's neck and ears beside it: moved to the face's mean alone, an older source's
+    paler, yellower skin stopped short of a warmer neck (Grace Hopper on t1: cheek colour 4.7 Lab units off
+    the target's, 2.8 so; 6 of 6 faces carrying her by dlib instead of 5)."""
+    # how deep inside the face each pixel is, smoothly (the blend weight blurred over ``EDGE_COLOUR``): a
+    # still face's edge moving by a pixel must not move the colour in steps (a video would shimmer)
+    reach = max(1.0, EDGE_COLOUR * float(max(weight.shape)))
+    deep = wide_blur(weight, int(2 * reach) | 1)
+    share = np.clip((1.0 - deep) / 0.5, 0.0, 1.0)
+    own = smooth_colour(target_lab, np.asarray(weight > 0.5, dtype=np.float32), EDGE_SMOOTHING * sigma)
+    mixed = colour.astype(np.float32) * (1.0 - share[..., None]) + own.astype(np.float32) * share[..., None]
+    return np.asarray(mixed + 0.5, dtype=np.uint8)
+
+
 def features_mask(points: Points, shape: tuple[int, ...]) -> Mask:
     """1 inside the hull of the face's features (``FEATURES``: brows, eyes, nose, lips), 0 outside."""
     mask = np.zeros(shape[:2], dtype=np.float32)
     cv2.fillConvexPoly(mask, cv2.convexHull(points[list(FEATURES)].astype(np.float32)).astype(np.int32), 1.0)
+    return mask
+
+
+FEATURE_PARTS = (
+    (33, 133, 145, 159, 70, 63, 105, 66, 107),
+    (362, 263, 374, 386, 336, 296, 334, 293, 300),
+    (168, 6, 197, 195, 5, 4, 1, 98, 327),
+    LIPS,
+)
+"""Each eye with its brow, the nose (bridge to wings) and the lips: the features one by one."""
+
+
+def feature_parts_mask(points: Points, shape: tuple[int, ...]) -> Mask:
+    """1 inside the hull of each of the face's features (``FEATURE_PARTS``), 0 elsewhere (the cheeks between
+    them too, which the hull of all of them, ``features_mask``, takes in)."""
+    mask = np.zeros(shape[:2], dtype=np.float32)
+    for part in FEATURE_PARTS:
+        cv2.fillConvexPoly(mask, cv2.convexHull(points[list(part)].astype(np.float32)).astype(np.int32), 1.0)
     return mask
 
 
@@ -778,7 +831,7 @@ def glasses_painted_out(image: Frame, points: Points) -> tuple[Frame, Mask | Non
     lines = frame_lines(image, points, skin)
     if not lines.any():
         return image, None
-    return painted_out(image, points, lines, skin), paint_share(points, lines)
+    return without_remnants(painted_out(image, points, lines, skin), points, lines), paint_share(points, lines)
 
 
 @dataclass(frozen=True)
@@ -805,6 +858,8 @@ class WarpSource:
         points = (mesh.points - np.array([x1, y1], dtype=np.float32)).astype(np.float32)
         (inside, features), size = face_parts(crop, points), float(max(np.ptp(points, axis=0)))
         amount = sharpening(crop, inside, size)  # measured before any glasses are painted out
+        if amount > 0.0 and far_side(points, TURNED_SOURCE) != 0:  # a small photo's grain, not skin detail
+            crop = quieted(crop, inside, features, size)
         painted = None
         if not keep_glasses:
             crop, painted = glasses_painted_out(crop, points)

@@ -372,7 +372,9 @@ compares."""
 
 def with_lifted_shadows(lightness: np.ndarray, target_lightness: np.ndarray, face: Mask, features: Mask) -> np.ndarray:
     """``lightness`` (the warped source's, uint8, over the face's region) lifted, inside ``face`` (0..1) and
-    away from ``features`` (0..1: eyes, brows, nose, lips, which keep all their shading), where its broad
+    past its edge, where the blend fades (lifted only inside, the shadow stayed there as a grey rim on Tom
+    Hanks's photo), away from ``features`` (0..1: eyes, brows, nose, lips, each on its own, which keep all
+    their shading; the cheeks between them are lifted), where its broad
     lightness (``SHADOW_SIGMA``) is darker than the target's (both taken about their means): a turned
     source's near cheek darkens toward its silhouette as it turns from the camera, and drawn onto a
     target's cheek facing the camera it was a grey smudge. Never darkened (the source's own shading
@@ -388,6 +390,8 @@ def with_lifted_shadows(lightness: np.ndarray, target_lightness: np.ndarray, fac
     source_broad = masked_blur(own, inside, sigma) - float(own[held].mean())
     target_broad = masked_blur(target, inside, sigma) - float(target[held].mean())
     away = 1.0 - np.minimum(cv2.GaussianBlur(small(features), (0, 0), sigma), 1.0)
-    lift = np.maximum(target_broad - source_broad, 0.0) * away * inside
+    # over the face's fading edge too (where the blend still shows the source, weight under 0.5): the
+    # broad fields there are their nearest inner values (``masked_blur``)
+    lift = np.maximum(target_broad - source_broad, 0.0) * away
     full = cv2.resize(lift, (width, height), interpolation=cv2.INTER_LINEAR)
     return np.asarray(np.clip(lightness.astype(np.float32) + full + 0.5, 0, 255), dtype=np.uint8)

@@ -55,6 +55,9 @@ RIM_LENGTH = 0.5
 """The shortest light line along a lens's edge taken for a rim, in eye widths."""
 RIM_BAND = 0.2
 """Half the width of the band along a lens's edge where a rim is looked for, in eye widths."""
+EDGE_REACH = 3.0
+"""How far past the painted frames (in ``PAINT_GROW``s) a long dark line is taken for what is left of a rim
+(``edge_remnants``): a lower rim's far edge and its shadow on the cheek."""
 RAYS = 24
 RIM_COVER = 0.6
 """Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
@@ -255,6 +258,39 @@ def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
         polygon = np.round(lens_polygon(points, corners)).astype(np.int32)
         cv2.polylines(rings, [polygon], True, 1.0, thickness)
     return rings
+
+
+def without_remnants(image: Frame, points: Points, lines: Mask) -> Frame:
+    """``image`` (the source photo with its frames, ``lines``, painted out) with what is left of its rims
+    just past the painting (``edge_remnants``) closed over: each such thin dark line takes the lightness of
+    the skin either side of it (a morphological closing, as wide as a frame), the skin's texture round it
+    kept (painted over with the smooth fill, the wrinkles there went too and the likeness with them)."""
+    remnants = edge_remnants(image, points, lines, kept_eyes(points, lines.shape))
+    if not remnants.any():
+        return image
+    kernel = max(3, int(face_size(points) * LINE_WIDTH)) | 1
+    closed = cv2.morphologyEx(image, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel)))
+    share = cv2.GaussianBlur(cv2.dilate(remnants, np.ones((3, 3), np.uint8)), (0, 0), 1.0)[..., None]
+    result = image.astype(np.float32) * (1.0 - share) + closed.astype(np.float32) * share
+    return np.asarray(np.clip(result + 0.5, 0, 255), dtype=np.uint8)
+
+
+def edge_remnants(image: Frame, points: Points, lines: Mask, kept: Mask) -> Mask:
+    """1 on the long thin dark lines (``dark_lines``, at least ``RIM_LENGTH`` of an eye's width) just past
+    the frames found (``lines``, within ``EDGE_REACH`` of the painting's growth): the far edge of a lower rim
+    and its shadow, which the painting's fade left as a faint arc under each eye."""
+    grow = max(3, int(face_size(points) * PAINT_GROW)) | 1
+    core = cv2.dilate(
+        np.asarray(lines > 0.5, dtype=np.uint8), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (grow, grow))
+    )
+    reach = int(EDGE_REACH * grow) | 1
+    near = cv2.dilate(core, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (reach, reach)))
+    candidates = np.asarray(dark_lines(image, points) & (near > 0) & (core == 0) & (kept == 0), dtype=np.uint8)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(candidates, connectivity=8)
+    shortest = RIM_LENGTH * eye_frame(points, EYE_CORNERS[0])[2]
+    long_enough = np.zeros(count, dtype=np.float32)
+    long_enough[1:] = np.maximum(stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]) >= shortest
+    return np.asarray(long_enough[labels], dtype=np.float32)
 
 
 def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
