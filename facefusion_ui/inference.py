@@ -69,12 +69,20 @@ def fallback_message(requested: ExecutionProvider, reason: str) -> str:
     return f"{requested.upper()} requested but not usable: running on CPU because {reason}; {hint}"
 
 
+STDERR_CAPTURE = threading.RLock()
+"""One thread's captures of file descriptor 2 at a time, process-wide as the descriptor is: two threads
+loading models at once would each save what the other put there, and the later to finish would leave
+stderr pointing at the other's deleted file (every later error line lost). Nested captures of one thread
+undo in order and need no lock."""
+
+
 @contextlib.contextmanager
 def captured_native_stderr() -> Iterator[list[str]]:
-    """Capture what native code writes to file descriptor 2 (onnxruntime logs there, not to Python)."""
+    """Capture what native code writes to file descriptor 2 (onnxruntime logs there, not to Python); a
+    capture on another thread waits for this one (``STDERR_CAPTURE``)."""
     lines: list[str] = []
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as sink:
+    with STDERR_CAPTURE, tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = os.dup(2)
         os.dup2(sink.fileno(), 2)
         try:
             yield lines

@@ -246,10 +246,22 @@ class VideoRun:
         self.runtime = runtime
         self.ffmpeg = resolve_ffmpeg().path
         self.warming = warm_proposer(job.settings, runtime)  # beside the planning's ffmpeg runs
+        self.early: FramePipeline | None = None
+        """The pipeline built before the planning (no face map): its threads read and prepare the source."""
+        try:
+            self._plan()
+        except BaseException:
+            self.settle_early_work()
+            raise
+
+    def _plan(self) -> None:
+        """The plan, the pipeline and the run's bookkeeping: the part of ``__init__`` that may fail while the
+        threads started beside the planning still run."""
+        job, context, runtime = self.job, self.context, self.runtime
         # Without a face map the source photos are read beside the planning's ffmpeg runs and the first
         # probe, and a source read by its mesh alone is prepared for the swap there too (a video without
         # faces pays that: about 0.1 s of CPU): the first frame would otherwise wait for them.
-        early = None if job.face_map else self._pipeline(job.settings, None)
+        self.early = early = None if job.face_map else self._pipeline(job.settings, None)
         if early is not None and meshes_the_source(job.settings, early.processors, len(job.sources)):
             early.prepare_soon()
         self.plan = VideoPlan.make(job.settings, job.target, job.output, self.ffmpeg)
@@ -276,18 +288,27 @@ class VideoRun:
         job = self.job
         return FramePipeline.build(settings, self.runtime, job.sources, self.context.registry, people, background=True)
 
+    def settle_early_work(self) -> None:
+        """Wait for the threads started beside the planning (the proposer's graph, the source read and
+        prepared): a process that ends while one builds a mediapipe graph is aborted by it (SIGABRT), and
+        a short or failed job can end first."""
+        if self.warming is not None:
+            self.warming.join()
+        if self.early is not None:
+            self.early.settle()
+
     def run(self) -> ProcessResult:
         started = time.perf_counter()
         try:
             self._set_reference()
             self._run_chunks()
-            if self.warming is not None:
-                self.warming.join()  # long done: loaded before the first probe without faces needed it
             self.pipeline.sources.check()  # every chunk reused from an earlier run: the photos are still checked
             raise_if_cancelled(self.context.cancel)  # a cancel after the last group was analysed: no output
         except InputError as error:
             self._drop_work_of_a_bad_photo(error)
             raise
+        finally:
+            self.settle_early_work()
         plan = self.plan
         timescale = plan.copy.params.timescale if plan.copy else None
         output = self.job.output

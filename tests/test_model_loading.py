@@ -22,6 +22,7 @@ from facefusion_ui.faces.detection import Detection
 from facefusion_ui.faces.detector_dlib import load_hog_detector
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import LoadingIdentity, load_sources, load_sources_in_background
+from facefusion_ui.inference import captured_native_stderr
 from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.models import get_spec, load_manifest
 from facefusion_ui.pipeline import FramePipeline, meshes_the_source
@@ -340,3 +341,41 @@ def test_what_other_threads_write_while_a_graph_is_built_is_not_lost(
     err = capfd.readouterr().err
     assert "INFO the job's planning said this" in err
     assert "TensorFlow Lite" not in err and "inference_feedback_manager" not in err
+
+
+def test_two_threads_capturing_stderr_at_once_leave_it_as_it_was(capfd: pytest.CaptureFixture[str]) -> None:
+    """Two models loaded on two threads at once: each capture gets its own lines, and stderr points where
+    it did before (the later capture to end must not restore the first one's file)."""
+    before = os.fstat(2)
+    first_in, second_trying, release = threading.Event(), threading.Event(), threading.Event()
+    caught: dict[str, list[str]] = {}
+
+    def first() -> None:
+        with captured_native_stderr() as lines:
+            os.write(2, b"first\n")
+            first_in.set()
+            release.wait(60)
+        caught["first"] = lines
+
+    def second() -> None:
+        assert first_in.wait(60)
+        second_trying.set()
+        with captured_native_stderr() as lines:
+            os.write(2, b"second\n")
+            release_second.wait(60)
+        caught["second"] = lines
+
+    release_second = threading.Event()
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert second_trying.wait(60)
+    release.set()  # the first capture ends before the second
+    threads[0].join(60)
+    release_second.set()
+    threads[1].join(60)
+    assert caught == {"first": ["first"], "second": ["second"]}
+    after = os.fstat(2)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+    os.write(2, b"after the captures\n")
+    assert "after the captures" in capfd.readouterr().err
