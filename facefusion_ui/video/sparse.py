@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from facefusion_ui.frames import FrameImage
 from facefusion_ui.video.commands import decode_args
 from facefusion_ui.video.gops import Gop
 from facefusion_ui.video.probe import VideoInfo
-from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
+from facefusion_ui.video.queues import POLL_S, BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import FrameItem, StderrTail, read_exactly, start_process, stop_process
 
 DECODER_THREADS = 1
@@ -40,8 +39,6 @@ DECODER_THREADS = 1
 more CPU for the same frames (3000 frames of a 720p camera clip: 2.8 s of CPU on its default threads, 2.3 s
 on one, a shared 2-core machine), and each holds a frame decoded ahead, which a rewind decodes again. A
 probe is due only every ``grid`` frames, and the analysis probes it slower than one thread decodes them."""
-DRAIN_POLL_S = 0.002
-"""How often the decoder looks whether the analysis has taken every frame handed on (``SparseReader``)."""
 NOT_DECODED = np.zeros((0, 0), dtype=np.uint8)
 """A placeholder frame: not read from the decoder (between two probes of a face-free stretch)."""
 
@@ -292,14 +289,16 @@ class SparseReader:
         the pipe until the probe is read, so decodes at most one probe past the group being probed: a face
         found there rewinds to the group's start, and every frame decoded past it is decoded again (with
         the input queue's 32 frames of lead, about 40 more on a 720p camera clip, 2 face entries of 30 s)."""
-        while self.output.qsize() > 0:
+        while not self.output.drained(POLL_S):
             if self.stop.is_set():
                 raise Stopped
-            with self._lock:
-                if self._rewind_to is not None:
-                    return False
-            time.sleep(DRAIN_POLL_S)
-        return True
+            if self._rewinding():
+                return False
+        return not self._rewinding()
+
+    def _rewinding(self) -> bool:
+        with self._lock:
+            return self._rewind_to is not None
 
     @staticmethod
     def _close(decoding: Decoding | None) -> None:
