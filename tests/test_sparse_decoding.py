@@ -183,6 +183,9 @@ def test_a_face_walking_into_a_sparse_stretch_is_swapped_as_with_every_frame_dec
         every = run(face, clip, full, shared_runtime, video_chunk_size=chunk_seconds)
     assert stats["copy"]["frames_not_read"] > FRAMES // 3, stats["copy"]  # sparse before and after the walk
     assert every["copy"]["frames_not_read"] == 0
+    read, not_read = stats["copy"]["frames_read"], stats["copy"]["frames_not_read"]
+    assert FRAMES <= read + not_read <= FRAMES + 20, stats["copy"]  # a rewind reads a group again, at most
+    assert stats["copy"]["decoder_runs"] >= 3  # every frame, the probes, every frame again from the walk's group
     assert stats["faces_swapped"] == every["faces_swapped"] == walk[1] - walk[0]
     assert stats["face_detection"] == every["face_detection"]  # the same schedule, probe for probe
     encoded = range(walk[0] // GOP * GOP, -(-walk[1] // GOP) * GOP)

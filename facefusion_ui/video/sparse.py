@@ -194,6 +194,8 @@ class SparseReader:
         self.error: BaseException | None = None
         self.frames_decoded = 0
         """Frames decoded and handed on (a rewind hands some on twice)."""
+        self.runs = 0
+        """The ffmpeg decoder runs started (each a process start-up, and a seek)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._wanted = sparse_now
@@ -266,9 +268,11 @@ class SparseReader:
                 if probes is None and wanted and (ahead := self.plan.probes_from(position)) is not None:
                     self._close(decoding)
                     probes = collections.deque(ahead)
+                    self.runs += 1
                     decoding = Decoding(self.source.sparse(position, ahead), self.source.shape, position, len(ahead))
                 if decoding is None:
                     count = self.plan.end - position
+                    self.runs += 1
                     decoding = Decoding(self.source.full(position, count), self.source.shape, position, count)
                 if probes is not None and position < probes[0]:
                     self._hand_on(FrameItem(position, NOT_DECODED, generation))
