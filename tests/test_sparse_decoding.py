@@ -62,6 +62,9 @@ def test_the_sparse_decoder_selects_the_probes_then_filters_as_the_full_one() ->
     assert select_filter(40, [59, 79]) == "select=eq(n\\,19)+eq(n\\,39)"
     args = sparse_decode_args("ffmpeg", Path("in.mp4"), 1.62, 40, [59, 79], "scale=out_range=tv")
     assert args[args.index("-vf") + 1] == "select=eq(n\\,19)+eq(n\\,39),scale=out_range=tv"
+    grid = select_filter(40, [59, 79, 99, 109])  # the grid's probes, then the chunk's last frame
+    assert grid == "select=between(n\\,19\\,59)*not(mod(n-19\\,20))+eq(n\\,69)"
+    assert len(select_filter(0, probe_frames(0, 30000, 0, 20, 30000))) < 100  # 1500 probes, one term
     assert args[args.index("-frames:v") + 1] == "2"
     assert args[args.index("-ss") + 1] == "1.620000"
     assert "passthrough" in args
@@ -91,11 +94,12 @@ def raw_frames(command: list[str], count: int) -> list[bytes]:
     return [data[i * size : (i + 1) * size] for i in range(count)]
 
 
-def test_probe_frames_are_the_full_decoders_bit_for_bit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("grid", [20, 2])  # 2: 124 probes, past what ffmpeg parses as a term each
+def test_probe_frames_are_the_full_decoders_bit_for_bit(tmp_path: Path, grid: int) -> None:
     clip = camera_clip(tmp_path, face_at(FRAMES, (0, 0)))
     info = probe_video(clip)
-    start, probes = 50, probe_frames(50, 150, 0, 20, 150)
-    full = raw_frames(decode_args(ffmpeg(), clip, info.seek_time(start), 100, ""), 100)
+    start, probes = 50, probe_frames(50, 299, 0, grid, 299)
+    full = raw_frames(decode_args(ffmpeg(), clip, info.seek_time(start), 249, ""), 249)
     sparse = raw_frames(sparse_decode_args(ffmpeg(), clip, info.seek_time(start), start, probes, ""), len(probes))
     assert [full[probe - start] for probe in probes] == sparse
 

@@ -85,9 +85,25 @@ def whole_run_end(gops: Sequence[Gop], position: int) -> int | None:
 
 def select_filter(start: int, probes: Sequence[int]) -> str:
     """An ffmpeg ``select`` passing exactly ``probes`` of the frames decoded from ``start`` (``n`` counts
-    from the seek point)."""
-    terms = "+".join(f"eq(n\\,{probe - start})" for probe in probes)
-    return f"select={terms}"
+    from the seek point): the evenly spaced ones (the grid's) as one term, the others one term each. ffmpeg
+    refuses an expression of a term per probe past about a hundred (a face-free chunk of 120 s, probes every
+    20 frames, failed with "Error while parsing expression ... Cannot allocate memory")."""
+    offsets = [probe - start for probe in probes]
+    spaced = evenly_spaced(offsets)
+    terms = [f"eq(n\\,{offset})" for offset in offsets[spaced:]]
+    if spaced:
+        first, last, step = offsets[0], offsets[spaced - 1], offsets[1] - offsets[0]
+        terms.insert(0, f"between(n\\,{first}\\,{last})*not(mod(n-{first}\\,{step}))")
+    return f"select={'+'.join(terms)}"
+
+
+def evenly_spaced(offsets: Sequence[int]) -> int:
+    """How many of ``offsets`` (increasing), from the first, are evenly spaced, when three or more are;
+    else 0 (a term each is as short)."""
+    count = 2
+    while count < len(offsets) and offsets[count] - offsets[count - 1] == offsets[1] - offsets[0]:
+        count += 1
+    return count if count >= 3 and len(offsets) >= 3 else 0
 
 
 def sparse_decode_args(
