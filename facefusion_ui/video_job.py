@@ -65,7 +65,7 @@ ALWAYS_COUNTED = ("faces_detected", "faces_selected", "faces_swapped")
 MASK_COUNTED = ("faces_masked", "occlusion_pixels")
 """The mask stage's counts: reported under "masks"."""
 Resize = Callable[[int, int], tuple[int, int]]
-COPY_COUNTED = ("gops_copied", "gops_encoded", "frames_copied", "frames_not_read")
+COPY_COUNTED = ("gops_copied", "gops_encoded", "frames_copied", "frames_not_read", "frames_read", "decoder_runs")
 
 
 def default_work_dir(target: Path, output: Path) -> Path:

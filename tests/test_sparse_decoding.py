@@ -7,6 +7,8 @@ in as many frames as with every frame decoded."""
 from __future__ import annotations
 
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import cv2
@@ -17,7 +19,18 @@ from facefusion_ui.video import stream
 from facefusion_ui.video.commands import decode_args
 from facefusion_ui.video.gops import Gop
 from facefusion_ui.video.probe import probe_video
-from facefusion_ui.video.sparse import SparsePlan, probe_frames, select_filter, sparse_decode_args, whole_run_end
+from facefusion_ui.video.queues import BoundedQueue, InFlight
+from facefusion_ui.video.reader import FrameItem
+from facefusion_ui.video.sparse import (
+    SparsePlan,
+    SparseReader,
+    SparseSource,
+    is_decoded,
+    probe_frames,
+    select_filter,
+    sparse_decode_args,
+    whole_run_end,
+)
 from facefusion_ui.video.yuv import frame_bytes
 from tests.support import media, videos
 from tests.test_copy_unchanged import ENCODERS, ffmpeg, frame_md5s, run
@@ -49,10 +62,15 @@ def test_the_sparse_decoder_selects_the_probes_then_filters_as_the_full_one() ->
     assert select_filter(40, [59, 79]) == "select=eq(n\\,19)+eq(n\\,39)"
     args = sparse_decode_args("ffmpeg", Path("in.mp4"), 1.62, 40, [59, 79], "scale=out_range=tv")
     assert args[args.index("-vf") + 1] == "select=eq(n\\,19)+eq(n\\,39),scale=out_range=tv"
+    grid = select_filter(40, [59, 79, 99, 109])  # the grid's probes, then the chunk's last frame
+    assert grid == "select=between(n\\,19\\,59)*not(mod(n-19\\,20))+eq(n\\,69)"
+    assert len(select_filter(0, probe_frames(0, 30000, 0, 20, 30000))) < 100  # 1500 probes, one term
     assert args[args.index("-frames:v") + 1] == "2"
     assert args[args.index("-ss") + 1] == "1.620000"
     assert "passthrough" in args
     assert args[args.index("-thread_queue_size") + 1] == "1"  # little decoded ahead of the reader
+    assert args[args.index("-threads") + 1] == "1"  # no frame threads: less CPU, nothing of theirs decoded ahead
+    assert args.index("-threads") < args.index("-i")  # the decoder's option, not the encoder's
 
 
 def face_at(frames: int, walk: tuple[int, int]) -> videos.FrameMaker:
@@ -76,13 +94,54 @@ def raw_frames(command: list[str], count: int) -> list[bytes]:
     return [data[i * size : (i + 1) * size] for i in range(count)]
 
 
-def test_probe_frames_are_the_full_decoders_bit_for_bit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("grid", [20, 2])  # 2: 124 probes, past what ffmpeg parses as a term each
+def test_probe_frames_are_the_full_decoders_bit_for_bit(tmp_path: Path, grid: int) -> None:
     clip = camera_clip(tmp_path, face_at(FRAMES, (0, 0)))
     info = probe_video(clip)
-    start, probes = 50, probe_frames(50, 150, 0, 20, 150)
-    full = raw_frames(decode_args(ffmpeg(), clip, info.seek_time(start), 100, ""), 100)
+    start, probes = 50, probe_frames(50, 299, 0, grid, 299)
+    full = raw_frames(decode_args(ffmpeg(), clip, info.seek_time(start), 249, ""), 249)
     sparse = raw_frames(sparse_decode_args(ffmpeg(), clip, info.seek_time(start), start, probes, ""), len(probes))
     assert [full[probe - start] for probe in probes] == sparse
+
+
+def started_reader(clip: Path) -> tuple[SparseReader, BoundedQueue[FrameItem], threading.Event]:
+    """A sparse decoder of ``clip`` from its first frame, with the pipeline's queue and slots."""
+    info = probe_video(clip)
+    gops = [Gop(start, start + GOP, True) for start in range(0, FRAMES, GOP)]
+    source = SparseSource(ffmpeg(), info, "", (240 * 3 // 2, 320))
+    output: BoundedQueue[FrameItem] = BoundedQueue(32)
+    stop = threading.Event()
+    slots = threading.Semaphore(119)
+    reader = SparseReader(source, SparsePlan(0, FRAMES, gops, 0, 20), output, stop, slots, InFlight(), True)
+    reader.start()
+    return reader, output, stop
+
+
+def taken_until(output: BoundedQueue[FrameItem], stop: threading.Event, index: int) -> list[FrameItem]:
+    items = [output.get(stop)]
+    while items[-1].index != index:
+        items.append(output.get(stop))
+    return items
+
+
+def test_the_sparse_decoder_reads_the_next_probe_only_when_the_analysis_has_caught_up(tmp_path: Path) -> None:
+    clip = camera_clip(tmp_path, face_at(FRAMES, (0, 0)))
+    reader, output, stop = started_reader(clip)
+    try:
+        taken = taken_until(output, stop, 19)  # the first group, its probe last
+        assert [is_decoded(item.frame) for item in taken] == [False] * 19 + [True]
+        time.sleep(0.5)  # the analysis probes frame 19: the placeholders up to 38 wait in the queue
+        assert reader.frames_decoded == 1  # probe 39 not read, so ffmpeg decodes no further than it
+        assert output.qsize() == 19
+        taken = taken_until(output, stop, 39)
+        assert is_decoded(taken[-1].frame) and reader.frames_decoded == 2
+        reader.rewind(20)  # a face in probe 39: the group again, every frame, from its first
+        again = [item for item in taken_until(output, stop, 20) if reader.current(item)]
+        assert [item.index for item in again] == [20] and is_decoded(again[0].frame)
+    finally:
+        stop.set()
+        reader.join()
+    assert reader.error is None
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +187,9 @@ def test_a_face_walking_into_a_sparse_stretch_is_swapped_as_with_every_frame_dec
         every = run(face, clip, full, shared_runtime, video_chunk_size=chunk_seconds)
     assert stats["copy"]["frames_not_read"] > FRAMES // 3, stats["copy"]  # sparse before and after the walk
     assert every["copy"]["frames_not_read"] == 0
+    read, not_read = stats["copy"]["frames_read"], stats["copy"]["frames_not_read"]
+    assert FRAMES <= read + not_read <= FRAMES + 20, stats["copy"]  # a rewind reads a group again, at most
+    assert stats["copy"]["decoder_runs"] >= 3  # every frame, the probes, every frame again from the walk's group
     assert stats["faces_swapped"] == every["faces_swapped"] == walk[1] - walk[0]
     assert stats["face_detection"] == every["face_detection"]  # the same schedule, probe for probe
     encoded = range(walk[0] // GOP * GOP, -(-walk[1] // GOP) * GOP)

@@ -92,3 +92,18 @@ def test_in_flight_counts_and_remembers_its_most() -> None:
         in_flight.remove()
     in_flight.add()
     assert (in_flight.now, in_flight.most) == (2, 4)
+
+
+def test_drained_waits_until_the_last_item_is_taken() -> None:
+    queue: BoundedQueue[int] = BoundedQueue(4)
+    stop = threading.Event()
+    assert queue.drained(0.01)
+    queue.put(1, stop)
+    queue.put(2, stop)
+    assert not queue.drained(0.05)
+    taker = threading.Timer(0.05, lambda: [queue.get(stop), queue.get(stop)])
+    started = time.perf_counter()
+    taker.start()
+    assert queue.drained(5.0)
+    assert time.perf_counter() - started < 1.0  # woken by the get that took the last one, not at the timeout
+    taker.join()

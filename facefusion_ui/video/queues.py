@@ -54,6 +54,14 @@ class BoundedQueue(Generic[Item]):
     def qsize(self) -> int:
         return self._queue.qsize()
 
+    def drained(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until every item put has been taken: whether it has. Woken by
+        the ``get`` that takes the last one (the queue's own condition), so a producer that waits for its
+        consumer to catch up loses no time polling."""
+        inner = self._queue
+        with inner.not_full:
+            return inner.not_full.wait_for(lambda: inner._qsize() == 0, timeout)  # the mutex is held: not qsize()
+
     def stats(self) -> dict[str, Any]:
         return {"maxsize": self.maxsize, "high_water": self.high_water}
 

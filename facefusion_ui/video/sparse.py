@@ -31,9 +31,14 @@ from facefusion_ui.frames import FrameImage
 from facefusion_ui.video.commands import decode_args
 from facefusion_ui.video.gops import Gop
 from facefusion_ui.video.probe import VideoInfo
-from facefusion_ui.video.queues import BoundedQueue, InFlight, Stopped
+from facefusion_ui.video.queues import POLL_S, BoundedQueue, InFlight, Stopped
 from facefusion_ui.video.reader import FrameItem, StderrTail, read_exactly, start_process, stop_process
 
+DECODER_THREADS = 1
+"""A sparse run decodes on one thread: ffmpeg's frame threads (one more than the cores) cost about a fifth
+more CPU for the same frames (3000 frames of a 720p camera clip: 2.8 s of CPU on its default threads, 2.3 s
+on one, a shared 2-core machine), and each holds a frame decoded ahead, which a rewind decodes again. A
+probe is due only every ``grid`` frames, and the analysis probes it slower than one thread decodes them."""
 NOT_DECODED = np.zeros((0, 0), dtype=np.uint8)
 """A placeholder frame: not read from the decoder (between two probes of a face-free stretch)."""
 
@@ -80,9 +85,25 @@ def whole_run_end(gops: Sequence[Gop], position: int) -> int | None:
 
 def select_filter(start: int, probes: Sequence[int]) -> str:
     """An ffmpeg ``select`` passing exactly ``probes`` of the frames decoded from ``start`` (``n`` counts
-    from the seek point)."""
-    terms = "+".join(f"eq(n\\,{probe - start})" for probe in probes)
-    return f"select={terms}"
+    from the seek point): the evenly spaced ones (the grid's) as one term, the others one term each. ffmpeg
+    refuses an expression of a term per probe past about a hundred (a face-free chunk of 120 s, probes every
+    20 frames, failed with "Error while parsing expression ... Cannot allocate memory")."""
+    offsets = [probe - start for probe in probes]
+    spaced = evenly_spaced(offsets)
+    terms = [f"eq(n\\,{offset})" for offset in offsets[spaced:]]
+    if spaced:
+        first, last, step = offsets[0], offsets[spaced - 1], offsets[1] - offsets[0]
+        terms.insert(0, f"between(n\\,{first}\\,{last})*not(mod(n-{first}\\,{step}))")
+    return f"select={'+'.join(terms)}"
+
+
+def evenly_spaced(offsets: Sequence[int]) -> int:
+    """How many of ``offsets`` (increasing), from the first, are evenly spaced, when three or more are;
+    else 0 (a term each is as short)."""
+    count = 2
+    while count < len(offsets) and offsets[count] - offsets[count - 1] == offsets[1] - offsets[0]:
+        count += 1
+    return count if count >= 3 and len(offsets) >= 3 else 0
 
 
 def sparse_decode_args(
@@ -91,9 +112,12 @@ def sparse_decode_args(
     """``commands.decode_args`` passing only ``probes`` (frames counted from ``start``, at ``start_time``)
     on stdout; the pipeline's own filter after the select, so each frame is the full decoder's, bit for bit.
     ffmpeg decodes ahead as far as its queues let it (a rewind loses that): one probe queued to its output,
-    not eight, halves it (about 150 frames ahead instead of 300 on a 720p camera clip)."""
+    not eight, halves it (about 150 frames ahead instead of 300 on a 720p camera clip), and one decoder
+    thread (``DECODER_THREADS``) holds no frames of its own ahead."""
     chain = ",".join(part for part in (select_filter(start, probes), video_filter) if part)
-    return decode_args(ffmpeg, source, start_time, len(probes), chain, output_queue=1)
+    args = decode_args(ffmpeg, source, start_time, len(probes), chain, output_queue=1)
+    at = args.index("-i")  # a decoder's option: before its input
+    return [*args[:at], "-threads", str(DECODER_THREADS), *args[at:]]
 
 
 @dataclass(frozen=True)
@@ -186,6 +210,8 @@ class SparseReader:
         self.error: BaseException | None = None
         self.frames_decoded = 0
         """Frames decoded and handed on (a rewind hands some on twice)."""
+        self.runs = 0
+        """The ffmpeg decoder runs started (each a process start-up, and a seek)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._wanted = sparse_now
@@ -258,12 +284,16 @@ class SparseReader:
                 if probes is None and wanted and (ahead := self.plan.probes_from(position)) is not None:
                     self._close(decoding)
                     probes = collections.deque(ahead)
+                    self.runs += 1
                     decoding = Decoding(self.source.sparse(position, ahead), self.source.shape, position, len(ahead))
                 if decoding is None:
                     count = self.plan.end - position
+                    self.runs += 1
                     decoding = Decoding(self.source.full(position, count), self.source.shape, position, count)
                 if probes is not None and position < probes[0]:
                     self._hand_on(FrameItem(position, NOT_DECODED, generation))
+                elif probes is not None and not self._analysis_caught_up():
+                    continue  # a rewind came meanwhile
                 else:
                     self._hand_on(FrameItem(position, decoding.next_frame(), generation))
                     self.frames_decoded += 1
@@ -272,6 +302,23 @@ class SparseReader:
                 position += 1
         finally:
             self._close(decoding)
+
+    def _analysis_caught_up(self) -> bool:
+        """Before a sparse run's next probe is read: wait until the analysis has taken every frame handed
+        on (it is then probing the group before); False when a rewind came meanwhile. ffmpeg, blocked on
+        the pipe until the probe is read, so decodes at most one probe past the group being probed: a face
+        found there rewinds to the group's start, and every frame decoded past it is decoded again (with
+        the input queue's 32 frames of lead, about 40 more on a 720p camera clip, 2 face entries of 30 s)."""
+        while not self.output.drained(POLL_S):
+            if self.stop.is_set():
+                raise Stopped
+            if self._rewinding():
+                return False
+        return not self._rewinding()
+
+    def _rewinding(self) -> bool:
+        with self._lock:
+            return self._rewind_to is not None
 
     @staticmethod
     def _close(decoding: Decoding | None) -> None:

@@ -149,7 +149,8 @@ class ChunkRun:
     """Frames converted to BGR for the processors (the others went from decoder to encoder untouched)."""
     copy: dict[str, int] = field(default_factory=dict)
     """GOPs copied and encoded, frames copied, and frames the pipeline never read (``sparse.py``: ffmpeg
-    decoded them only as references); empty when the chunk was encoded whole."""
+    decoded them only as references), those it read (a rewind's read twice) and the decoder runs it
+    started; empty when the chunk was encoded whole."""
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -420,6 +421,8 @@ class StreamedChunk:
             self.copy_counts = counts.to_json() if isinstance(counts, CopyCounts) else {}
             if self.sparse is not None:
                 self.copy_counts["frames_not_read"] = self.not_read
+                self.copy_counts["frames_read"] = self.sparse.frames_decoded
+                self.copy_counts["decoder_runs"] = self.sparse.runs
         else:
             self.sink.abort()
             self.task.segment.unlink(missing_ok=True)
