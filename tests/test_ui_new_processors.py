@@ -62,8 +62,8 @@ def after_image(page: Any, flags: int = cv2.IMREAD_COLOR) -> np.ndarray | None:
         return None
     source = images.nth(1).get_attribute("src") or ""
     response = httpx.get(source, timeout=30) if source.startswith("http") else None
-    if response is None or response.status_code != 200:
-        return None
+    if response is None or response.status_code != 200 or not response.content:
+        return None  # an empty body: the file fetched while the server was still writing it
     return cv2.imdecode(np.frombuffer(response.content, np.uint8), flags)
 
 
