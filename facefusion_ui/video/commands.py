@@ -75,16 +75,24 @@ def seek_args(start_time: float) -> list[str]:
 
 
 def decode_args(
-    ffmpeg: str, source: Path, start_time: float, frames: int, video_filter: str, output_queue: int | None = None
+    ffmpeg: str,
+    source: Path,
+    start_time: float,
+    frames: int,
+    video_filter: str,
+    output_queue: int | None = None,
+    threads: int | None = None,
 ) -> list[str]:
     """Decode ``frames`` frames from ``start_time`` as raw YUV on stdout, upright (autorotate), one output
     frame per input frame (no duplication or dropping, also for variable frame rate); ``output_queue``:
-    how many decoded frames ffmpeg may queue to its output (its own default when None)."""
+    how many decoded frames ffmpeg may queue to its output (its own default when None); ``threads``: the
+    decoder's threads (ffmpeg's own choice when None)."""
     return [
         ffmpeg,
         *QUIET,
         *SWS,
         *seek_args(start_time),
+        *(["-threads", str(threads)] if threads is not None else []),
         "-i",
         str(source),
         "-map",

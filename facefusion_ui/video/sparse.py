@@ -115,9 +115,7 @@ def sparse_decode_args(
     not eight, halves it (about 150 frames ahead instead of 300 on a 720p camera clip), and one decoder
     thread (``DECODER_THREADS``) holds no frames of its own ahead."""
     chain = ",".join(part for part in (select_filter(start, probes), video_filter) if part)
-    args = decode_args(ffmpeg, source, start_time, len(probes), chain, output_queue=1)
-    at = args.index("-i")  # a decoder's option: before its input
-    return [*args[:at], "-threads", str(DECODER_THREADS), *args[at:]]
+    return decode_args(ffmpeg, source, start_time, len(probes), chain, output_queue=1, threads=DECODER_THREADS)
 
 
 @dataclass(frozen=True)
