@@ -8,7 +8,8 @@ import json
 import pytest
 
 from facefusion_ui.cli import main, normalise_argv
-from facefusion_ui.cli.parser import COMMAND_ORDER, build_parser, command_of
+from facefusion_ui.cli.argv import COMMANDS
+from facefusion_ui.cli.parser import build_parser, command_of
 from tests.conftest import RunCli
 
 
@@ -184,7 +185,7 @@ def option_strings(parser: argparse.ArgumentParser, command: str) -> set[str]:
     return {flag for action in subparsers.choices[command]._actions for flag in action.option_strings}
 
 
-@pytest.mark.parametrize("command", COMMAND_ORDER)
+@pytest.mark.parametrize("command", COMMANDS)
 def test_one_commands_parser_is_the_whole_parsers_part(command: str) -> None:
     whole, alone = build_parser(), build_parser(command)
     subparsers = next(action for action in alone._actions if isinstance(action, argparse._SubParsersAction))
@@ -202,4 +203,4 @@ def test_a_run_parses_its_own_command_alone_and_an_unknown_one_names_them_all() 
         == "process"
     )
     subparsers = next(a for a in build_parser("bogus")._actions if isinstance(a, argparse._SubParsersAction))
-    assert list(subparsers.choices) == list(COMMAND_ORDER)
+    assert list(subparsers.choices) == list(COMMANDS)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-COMMANDS = ("ui", "process", "live", "batch", "worker", "models", "presets", "doctor")
+COMMANDS = ("ui", "process", "people", "live", "batch", "worker", "models", "presets", "doctor")
+"""Every command, in the order the help lists them."""
 
 
 def normalise_argv(argv: Sequence[str]) -> list[str]:

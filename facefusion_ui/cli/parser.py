@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from facefusion_ui.cli.argv import COMMANDS
 from facefusion_ui.cli.batch import add_batch_parser
 from facefusion_ui.cli.doctor import VersionAction, add_doctor_parser
 from facefusion_ui.cli.live import add_live_parser
@@ -17,8 +18,6 @@ from facefusion_ui.cli.worker import add_worker_parser
 from facefusion_ui.processors.options import OptionTable
 from facefusion_ui.processors.registry import ProcessorRegistry
 
-COMMAND_ORDER = ("ui", "process", "people", "live", "batch", "worker", "models", "presets", "doctor")
-"""Every command, in the order the help lists them."""
 READS_PROCESSORS = frozenset({"ui", "process", "people", "live", "batch"})
 """The commands that take the processors' names and options (every processor's module imported)."""
 
@@ -35,7 +34,7 @@ def build_parser(command: str | None = None) -> OneLineParser:
     parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    wanted = (command,) if command in COMMAND_ORDER else COMMAND_ORDER
+    wanted = (command,) if command in COMMANDS else COMMANDS
     names: Sequence[str] = ()
     options: OptionTable = {}
     if READS_PROCESSORS.intersection(wanted):
