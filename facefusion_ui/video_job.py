@@ -247,11 +247,11 @@ class VideoRun:
         self.ffmpeg = resolve_ffmpeg().path
         self.warming = warm_proposer(job.settings, runtime)  # beside the planning's ffmpeg runs
         self.early: FramePipeline | None = None
-        """The pipeline built before the planning (no face map): its threads read and prepare the source."""
+        """The pipeline built before the planning (no face map): its thread checks the source photos."""
         try:
             self._plan()
         except BaseException:
-            self.settle_early_work()
+            self.settle_threads(self.early)
             raise
 
     def _plan(self) -> None:
@@ -286,14 +286,14 @@ class VideoRun:
         job = self.job
         return FramePipeline.build(settings, self.runtime, job.sources, self.context.registry, people, background=True)
 
-    def settle_early_work(self) -> None:
-        """Wait for the threads started beside the planning (the proposer's graph, the source read and
-        prepared): a process that ends while one builds a mediapipe graph is aborted by it (SIGABRT), and
-        a short or failed job can end first."""
+    def settle_threads(self, pipeline: FramePipeline | None) -> None:
+        """Wait for the run's own threads (the proposer's graph, ``pipeline``'s: the source photos read, the
+        source prepared): a process that ends while one builds a mediapipe graph is aborted by it (SIGABRT),
+        and a short or failed job can end first."""
         if self.warming is not None:
             self.warming.join()
-        if self.early is not None:
-            self.early.settle()
+        if pipeline is not None:
+            pipeline.settle()
 
     def run(self) -> ProcessResult:
         started = time.perf_counter()
@@ -306,7 +306,7 @@ class VideoRun:
             self._drop_work_of_a_bad_photo(error)
             raise
         finally:
-            self.settle_early_work()
+            self.settle_threads(self.pipeline)
         plan = self.plan
         timescale = plan.copy.params.timescale if plan.copy else None
         output = self.job.output
