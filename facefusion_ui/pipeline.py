@@ -58,10 +58,12 @@ from facefusion_ui.processors.base import (
     MeshDrawingProcessor,
     OutliningProcessor,
     Processor,
+    RegionalProcessor,
     ReportingProcessor,
     ResizingProcessor,
     SourcePreparingProcessor,
 )
+from facefusion_ui.processors.crop import Region, even_union, moved_analysis
 from facefusion_ui.processors.options import OptionValue
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.processors.scaling import scale_context
@@ -519,6 +521,30 @@ class FramePipeline:
             if frame.shape[:2] != (height, width):
                 context = scale_context(context, frame.shape[1] / width, frame.shape[0] / height)
         return frame if alpha is None else np.dstack([frame, alpha])
+
+    def frame_region(self, analysis: FrameAnalysis, width: int, height: int) -> Region | None:
+        """The rectangle (even sides) of a ``width`` x ``height`` frame that ``apply`` reads and writes with
+        ``analysis``: every processor is a ``RegionalProcessor`` and says where for each selected face;
+        None: the whole frame (a processor that does not say, or says it may read anywhere)."""
+        if not analysis.selected:
+            return None
+        regions: list[Region] = []
+        for processor in self.processors:
+            if not isinstance(processor, RegionalProcessor):
+                return None
+            for face in analysis.selected:
+                region = processor.frame_region(face, width, height)
+                if region is None:
+                    return None
+                regions.append(region)
+        return even_union(regions, width, height)
+
+    def apply_within(
+        self, crop: Frame, analysis: FrameAnalysis, origin: tuple[int, int], index: int, timestamp: float
+    ) -> Frame:
+        """``apply`` on ``crop``, the ``frame_region`` of a frame whose top left corner is ``origin``: the
+        same pixels as that part of the whole frame's result."""
+        return self.apply(crop, moved_analysis(analysis, -origin[0], -origin[1]), index, timestamp)
 
     def face_sources(self, analysis: FrameAnalysis) -> tuple[SourceIdentity, ...]:
         """Each selected face's own source with a face map (empty without one)."""

@@ -209,6 +209,19 @@ class OutliningProcessor(Protocol):
         ...
 
 
+@runtime_checkable
+class RegionalProcessor(Protocol):
+    """Optional beside ``Processor``: a face processor that reads and writes the frame only near each face.
+    When every processor of the chain says where for every selected face, a video's frame worker converts
+    only the rectangle holding them to BGR and back, and runs the chain on that crop, with the faces moved
+    into it (``processors/crop.py``): the same pixels come out, for a fraction of a frame's conversions."""
+
+    def frame_region(self, face: Face, width: int, height: int) -> tuple[int, int, int, int] | None:
+        """The rectangle (x1, y1, x2, y2, inside the ``width`` x ``height`` frame) holding every pixel
+        ``process_frame`` reads or writes for ``face``; None when it may read anywhere."""
+        ...
+
+
 ProcessorFactory = Callable[["Settings", "ModelRuntime"], "Processor"]
 """What an entry point in group ``facefusion_ui.processors`` names: a class or a function taking the
 settings and the process's ``ModelRuntime`` (warm ONNX sessions and embedded models)."""

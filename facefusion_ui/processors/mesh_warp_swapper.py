@@ -4,6 +4,7 @@ target face's mesh (``mesh_warp.py``); a face turned too far is left as it is.""
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -22,6 +23,8 @@ from facefusion_ui.types import Frame, Points
 
 logger = logging.getLogger(__name__)
 MESH_WARP = "mesh_warp"
+REGION_SPARE = 3
+"""Pixels added round the region a swap reads: bilinear reads reach a pixel past a point, and rounding."""
 
 
 class MeshWarpSwapper(Swapper[WarpSource]):
@@ -47,6 +50,22 @@ class MeshWarpSwapper(Swapper[WarpSource]):
     def mask_outline(self, face: Face) -> list[Points]:
         """The hull of the face's mesh."""
         return mesh_outline(face)
+
+    def frame_region(self, face: Face, width: int, height: int) -> tuple[int, int, int, int] | None:
+        """What the swap of ``face`` reads and writes (``RegionalProcessor``): the square its irises are read
+        in (``warp_mesh``: turned with the head, so its corners reach furthest), which holds the mesh and
+        the region blended (``mesh_warp.region_of``). None when the mesh is found here (no mesh from the
+        analysis: found round the box) or a mask other than the box may read further (the occluder's crop)."""
+        if face.mesh is None or tuple(self.settings.face_mask_types) != ("box",) or self.settings.mouth_mask:
+            return None
+        points = face.mesh.points
+        roi = mesh_roi(points)
+        reach = roi.side / 2 * (abs(math.cos(roi.angle)) + abs(math.sin(roi.angle))) + REGION_SPARE
+        low = np.minimum(points.min(axis=0), np.array(roi.centre) - reach) - REGION_SPARE
+        high = np.maximum(points.max(axis=0), np.array(roi.centre) + reach) + REGION_SPARE
+        x1, y1 = (max(int(value), 0) for value in np.floor(low))
+        x2, y2 = int(min(np.ceil(high[0]), width)), int(min(np.ceil(high[1]), height))
+        return x1, y1, x2, y2
 
     def prepare_source(self, sources: SourceIdentity) -> WarpSource:
         """One photo is copied: the most frontal source face."""

@@ -89,6 +89,17 @@ class AheadStages(Protocol):
         ...
 
 
+@runtime_checkable
+class RegionalStages(Protocol):
+    """Frame stages that say which rectangle of a frame ``apply`` reads and writes (``FramePipeline``)."""
+
+    def frame_region(self, analysis: Any, width: int, height: int) -> tuple[int, int, int, int] | None: ...
+
+    def apply_within(
+        self, crop: Frame, analysis: Any, origin: tuple[int, int], index: int, timestamp: float
+    ) -> Frame: ...
+
+
 AHEAD_THREADS = 2
 """The analysis' helper threads: one for the probe searched ahead, one for the colour converted ahead."""
 
@@ -225,7 +236,15 @@ def apply_to(
     """Run the processors on ``image`` (a frame ``stages.changes`` said they can change), store the result.
     The frame to write (``image``, or a new one when the processors changed the size: an upscaler), and
     whether any pixel changed: a face the swapper left as it was (no mesh, turned too far) changes none,
-    and its GOP can still be copied."""
+    and its GOP can still be copied. Only the rectangle the processors read and write is converted to BGR
+    and back when they say which (``RegionalStages``)."""
+    if isinstance(stages, RegionalStages):
+        region = stages.frame_region(analysis, image.width, image.height)
+        if region is not None:
+            x1, y1 = region[:2]
+            crop = image.bgr_region(region)
+            result = stages.apply_within(crop.copy(), analysis, (x1, y1), index, timestamp)
+            return image, image.store(result, crop, (x1, y1))
     before = image.bgr()
     result = stages.apply(before.copy(), analysis, index, timestamp)
     if result.shape != before.shape:

@@ -100,6 +100,23 @@ def yuv_to_bgr(y: np.ndarray, u: np.ndarray, v: np.ndarray, matrix: ColourMatrix
     return np.asarray(cv2.transform(cv2.merge([y, u, v]), matrix.to_bgr), dtype=np.uint8)
 
 
+def region_to_bgr(
+    y: np.ndarray, u: np.ndarray, v: np.ndarray, region: tuple[int, int, int, int], matrix: ColourMatrix
+) -> Frame:
+    """``yuv_to_bgr`` of the whole planes, cut to ``region`` (x1, y1, x2, y2, even), made from that region
+    alone. The chroma is read with a sample beyond each side the frame has there: scaled up to twice its
+    size, a sample's neighbours decide the pixels at its edge, as they do in the whole frame."""
+    x1, y1, x2, y2 = region
+    cx1, cy1 = max(x1 // 2 - 1, 0), max(y1 // 2 - 1, 0)
+    cx2, cy2 = min(x2 // 2 + 1, u.shape[1]), min(y2 // 2 + 1, u.shape[0])
+    size = (2 * (cx2 - cx1), 2 * (cy2 - cy1))
+    up_u = cv2.resize(u[cy1:cy2, cx1:cx2], size, interpolation=cv2.INTER_LINEAR)
+    up_v = cv2.resize(v[cy1:cy2, cx1:cx2], size, interpolation=cv2.INTER_LINEAR)
+    left, top = x1 - 2 * cx1, y1 - 2 * cy1
+    cut = (slice(top, top + y2 - y1), slice(left, left + x2 - x1))
+    return np.asarray(cv2.transform(cv2.merge([y[y1:y2, x1:x2], up_u[cut], up_v[cut]]), matrix.to_bgr), dtype=np.uint8)
+
+
 def bgr_to_planes(bgr: Frame, matrix: ColourMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Y at full size and U, V at half size (2x2 averages) of an even-sized BGR image."""
     height, width = bgr.shape[:2]
@@ -199,6 +216,14 @@ class YuvFrame:
     def _convert(self) -> Frame:
         return yuv_to_bgr(*self.planes(), self.matrix)
 
+    def bgr_region(self, region: tuple[int, int, int, int]) -> Frame:
+        """The BGR pixels of ``region`` (x1, y1, x2, y2, even), the same as that slice of ``bgr()``: the
+        chroma is scaled up with a sample to spare on each side, as the whole frame's is, then cut."""
+        if self._bgr is not None:
+            x1, y1, x2, y2 = region
+            return np.array(self._bgr[y1:y2, x1:x2])
+        return region_to_bgr(*self.planes(), region, self.matrix)
+
     def convert_on(self, executor: Executor) -> None:
         """Start the BGR conversion on ``executor`` now; ``bgr()`` takes it (waiting for it if it runs, its
         error raised there). The same pixels as converting on demand. Call from the thread that asks ``bgr()``."""
@@ -230,15 +255,19 @@ class YuvFrame:
         """The Y plane, scaled down to fit ``max_side`` (no colour conversion at all)."""
         return fit_within(self.planes()[0], max_side)
 
-    def store(self, result: Frame, before: Frame) -> bool:
-        """Write the pixels of ``result`` that differ from ``before`` (the frame given to the processors);
-        pixels outside the changed box stay exactly as decoded. Whether any pixel differed."""
+    def store(self, result: Frame, before: Frame, origin: tuple[int, int] = (0, 0)) -> bool:
+        """Write the pixels of ``result`` that differ from ``before`` (the frame given to the processors, or
+        the crop of it whose top left corner is ``origin``, even); pixels outside the changed box stay
+        exactly as decoded. Whether any pixel differed."""
         box = changed_box(before, result)
         if box is None:
             return False
+        left, top = origin
         x0, y0, x1, y1 = box
+        result = result[y0:y1, x0:x1]
+        x0, y0, x1, y1 = x0 + left, y0 + top, x1 + left, y1 + top
         y, u, v = self.planes()
-        new_y, new_u, new_v = bgr_to_planes(np.ascontiguousarray(result[y0:y1, x0:x1]), self.matrix)
+        new_y, new_u, new_v = bgr_to_planes(np.ascontiguousarray(result), self.matrix)
         y[y0:y1, x0:x1] = new_y
         u[y0 // 2 : y1 // 2, x0 // 2 : x1 // 2] = new_u
         v[y0 // 2 : y1 // 2, x0 // 2 : x1 // 2] = new_v
