@@ -26,8 +26,17 @@ class FrameImage(Protocol):
         """The full-size BGR frame (made once, then shared)."""
         ...
 
+    def bgr_region(self, region: tuple[int, int, int, int]) -> Frame:
+        """The BGR pixels of ``region`` (x1, y1, x2, y2; even for a video frame), the same as that slice of
+        ``bgr()``, made without converting the whole frame where it is not BGR yet. Read it, do not write."""
+        ...
+
     def preview(self, max_side: int) -> tuple[Frame, float]:
         """A BGR copy whose longer side is at most ``max_side``, and its scale (preview / frame)."""
+        ...
+
+    def resized_bgr(self, width: int, height: int) -> Frame:
+        """A BGR copy scaled bilinearly to ``width`` x ``height`` (a thumbnail; not the frame's aspect)."""
         ...
 
     def luma(self, max_side: int) -> tuple[Frame, float]:
@@ -52,8 +61,15 @@ class BgrImage:
     def bgr(self) -> Frame:
         return self.frame
 
+    def bgr_region(self, region: tuple[int, int, int, int]) -> Frame:
+        x1, y1, x2, y2 = region
+        return self.frame[y1:y2, x1:x2]
+
     def preview(self, max_side: int) -> tuple[Frame, float]:
         return fit_within(self.frame, max_side)
+
+    def resized_bgr(self, width: int, height: int) -> Frame:
+        return np.asarray(cv2.resize(self.frame, (width, height), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
 
     def luma(self, max_side: int) -> tuple[Frame, float]:
         small, scale = fit_within(self.frame, max_side)

@@ -281,8 +281,8 @@ class PeopleScan:
         if detections is None:
             detections = schedule.detect_whole(pipeline.analyser.search_view(image, pipeline.settings))
             schedule.stats.frames_full += 1
+        result = pipeline.analyse_faces(image, self.analysed, timestamp, detections, ())
         frame = image.bgr()
-        result = pipeline.analyse_faces(frame, self.analysed, timestamp, detections, ())
         self.analysed += 1
         pipeline.stats.frames += 1
         if result.faces:

@@ -47,7 +47,7 @@ from facefusion_ui.faces.selector import (
 )
 from facefusion_ui.faces.source import SourceIdentity, load_sources, load_sources_in_background
 from facefusion_ui.faces.tracker import IdentityTracker
-from facefusion_ui.frames import FrameImage
+from facefusion_ui.frames import BgrImage, FrameImage
 from facefusion_ui.masks.stage import MaskingProcessor, masks_summary
 from facefusion_ui.processors.base import (
     CountingProcessor,
@@ -247,10 +247,15 @@ class FramePipeline:
         if executor is not None and frame_at is not None and self.reads_faces:
             self.schedule.prefetch = ProbePrefetch(executor, frame_at, self.prefetch_stats)
 
-    def faces_in_view(self) -> bool:
-        """Whether the next group's frames will be analysed (not skipped): faces were in view in the last
-        frame, or nothing is known yet; the video pipeline then converts their colours ahead."""
-        return self.reads_faces and self.schedule.faces_in_view()
+    def converts_next_group(self) -> bool:
+        """Whether the analysis will convert each frame of the next group whole to BGR: it is analysed (not
+        skipped: faces were in view in the last frame, or nothing is known yet) and its followed faces are
+        not read from their meshes alone (that reads each face's region, ``follow_meshes``), or each frame
+        is classified or recognised. The video pipeline then converts their colours ahead."""
+        if not self.reads_faces or not self.schedule.faces_in_view():
+            return False
+        recognises_each = self.needs_embeddings and self.identities is None
+        return self.meshes is None or self.reads_68 or self.classifies or recognises_each
 
     def begin_chunk(self) -> None:
         """Called before each chunk: the strict scope forgets identities between chunks. The schedule
@@ -287,24 +292,25 @@ class FramePipeline:
         """The job's first frame and the longest group: groups at their longest end on this grid."""
         return self.schedule.first_frame, largest_group(self.settings.face_detector_interval)
 
-    def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
+    def follow_meshes(self, image: FrameImage, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
         """The faces of ``boxes`` (followed from the frame before) whose smoothed mesh goes on into this
-        frame, read from their meshes alone (no detection); and the boxes left to search round."""
+        frame, read from their meshes alone (no detection; in the region each mesh gives, the rest of the
+        frame not converted); and the boxes left to search round."""
         if self.meshes is None:
             return [], boxes
         known: list[Face] = []
         rest: list[Points] = []
-        for box, track in zip(boxes, self.meshes.followed_tracks(frame, index, boxes), strict=True):
-            mesh = None if track is None else self.analyser.mesh_at(frame, track.smoothed_points())
+        for box, track in zip(boxes, self.meshes.followed_tracks(image, index, boxes), strict=True):
+            mesh = None if track is None else self.analyser.mesh_at(image, track.smoothed_points())
             if track is None or mesh is None:
                 rest.append(box)
                 continue
             bbox = track.placed_box(mesh.points)
-            known.append(self.analyser.face_of_mesh(frame, mesh, bbox, track.score, self.settings, self.reads_68))
+            known.append(self.analyser.face_of_mesh(image, mesh, bbox, track.score, self.settings, self.reads_68))
         return known, rest
 
     def probe_meshes(
-        self, frame: Frame, index: int, detections: list[Detection], known: Sequence[Face]
+        self, image: FrameImage, index: int, detections: list[Detection], known: Sequence[Face]
     ) -> tuple[list[Detection], list[Face]]:
         """Detected faces (a probe's) that continue a face followed in the frame before, made from the mesh
         read in the region its smoothed mesh gives (the read the smoother makes for them anyway), with the
@@ -312,16 +318,16 @@ class FramePipeline:
         reads them, as between the probes; and the detections left for the landmarker."""
         assert self.meshes is not None
         boxes = [detection.bbox for detection in detections]
-        tracks = self.meshes.detected_tracks(frame, index, [*boxes, *(face.bbox for face in known)])
+        tracks = self.meshes.detected_tracks(image, index, [*boxes, *(face.bbox for face in known)])
         probed: list[Face] = []
         rest: list[Detection] = []
         for detection, track in zip(detections, tracks, strict=False):
-            mesh = None if track is None else self.analyser.mesh_at(frame, track.smoothed_points())
+            mesh = None if track is None else self.analyser.mesh_at(image, track.smoothed_points())
             if mesh is None:
                 rest.append(detection)
                 continue
             face = self.analyser.face_of_mesh(
-                frame, mesh, detection.bbox, detection.score, self.settings, self.reads_68
+                image, mesh, detection.bbox, detection.score, self.settings, self.reads_68
             )
             probed.append(face)
         self.schedule.stats.faces_probed_by_mesh += len(probed)
@@ -341,30 +347,34 @@ class FramePipeline:
         self.stats.frames += 1
         if not self.reads_faces:
             return NO_FACES
-        return self.analyse_faces(frame, index, timestamp, detections, known)
+        return self.analyse_faces(BgrImage(frame), index, timestamp, detections, known)
 
     def analyse_faces(
         self,
-        frame: Frame,
+        image: FrameImage,
         index: int,
         timestamp: float,
         detections: list[Detection] | None,
         known: Sequence[Face],
     ) -> FrameAnalysis:
-        """``analyse`` without counting the frame (``analyse_group`` counts its frames, skipped ones too)."""
+        """``analyse`` without counting the frame (``analyse_group`` counts its frames, skipped ones too).
+        The whole frame is converted only when a detection is completed, a face recognised or classified."""
         if detections and self.meshes is not None:
-            detections, probed = self.probe_meshes(frame, index, detections, known)
+            detections, probed = self.probe_meshes(image, index, detections, known)
             known = [*known, *probed]
         meshed = self.meshes_new_faces()
-        faces = self.analyser.analyse(
-            frame,
-            self.settings,
-            embeddings=False,
-            mesh=meshed,
-            detections=detections,
-            known=known,
-            landmarks=not meshed,
-        )
+        if detections is not None and not detections:
+            faces = self.analyser.taken(known)
+        else:
+            faces = self.analyser.analyse(
+                image.bgr(),
+                self.settings,
+                embeddings=False,
+                mesh=meshed,
+                detections=detections,
+                known=known,
+                landmarks=not meshed,
+            )
         if faces:
             self.sources.prefetch()  # a video's source photos, read in the background: their faces now
             self.prepare_soon()
@@ -374,8 +384,8 @@ class FramePipeline:
 
             def embed(face: Face) -> Embedding:
                 if not rgb:
-                    rgb.append(np.ascontiguousarray(frame[:, :, ::-1]))
-                return self.analyser.embedding(frame, rgb[0], face, self.settings)
+                    rgb.append(np.ascontiguousarray(image.bgr()[:, :, ::-1]))
+                return self.analyser.embedding(image.bgr(), rgb[0], face, self.settings)
 
             if self.identities is not None:
                 resolved = self.identities.resolve(faces, index, timestamp, embed)
@@ -384,14 +394,14 @@ class FramePipeline:
             else:
                 faces = [face.with_embedding(embed(face), self.settings.face_recognizer_model) for face in faces]
         if self.classifies:
-            faces = self.analyser.classify(frame, faces)
+            faces = self.analyser.classify(image.bgr(), faces)
         persons: tuple[int, ...] = ()
         if self.people is not None:
             selected, persons = self.select_people(faces)
         else:
             selected = select_faces(faces, self.settings, self.reference, self.scale, self.source_face)
         if self.meshes is not None and selected:
-            faces, selected = self.smooth_meshes(frame, index, timestamp, faces, selected, track_ids)
+            faces, selected = self.smooth_meshes(image, index, timestamp, faces, selected, track_ids)
         self.stats.faces_selected += len(selected)
         for person in set(persons):
             self.stats.person_frames[person] += 1
@@ -443,7 +453,7 @@ class FramePipeline:
 
     def smooth_meshes(
         self,
-        frame: Frame,
+        image: FrameImage,
         index: int,
         timestamp: float,
         faces: list[Face],
@@ -455,7 +465,7 @@ class FramePipeline:
         assert self.meshes is not None
         ids = {id(face): track_id for face, track_id in zip(faces, track_ids, strict=False)}
         identities = [ids.get(id(face)) for face in selected]
-        smoothed = self.meshes.smooth(frame, index, timestamp, selected, identities, FrameMeshes(self.analyser, frame))
+        smoothed = self.meshes.smooth(image, index, timestamp, selected, identities, FrameMeshes(self.analyser, image))
         replaced = {id(before): after for before, after in zip(selected, smoothed, strict=True)}
         return [replaced.get(id(face), face) for face in faces], smoothed
 
@@ -670,13 +680,13 @@ class FrameMeshes:
     """Where the mesh smoother finds the meshes of one frame's faces (``MeshFinder``)."""
 
     analyser: FaceAnalyser
-    frame: Frame
+    image: FrameImage
 
     def find(self, face: Face) -> FaceMesh | None:
-        return self.analyser.mesh(self.frame, Detection(face.bbox, face.score, face.kps))
+        return self.analyser.mesh(self.image.bgr(), Detection(face.bbox, face.score, face.kps))
 
     def follow(self, points: Points) -> FaceMesh | None:
-        return self.analyser.mesh_at(self.frame, points)
+        return self.analyser.mesh_at(self.image, points)
 
 
 def smooths_meshes(processors: Sequence[Processor]) -> bool:

@@ -19,6 +19,7 @@ from facefusion_ui.job import RunContext, SwapJob
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.video.chunks import chunk_length
 from facefusion_ui.video.ffmpeg import resolve_ffmpeg
+from facefusion_ui.video.yuv import YuvFrame
 from tests.support import media, videos
 
 LOSSLESS = Settings(execution_threads=2, frame_queue_size=4, output_video_preset="ultrafast", output_video_quality=100)
@@ -351,6 +352,12 @@ class AnalysisAlone:
     def apply(self, frame: Any, analysis: Any, index: int, timestamp: float) -> Any:
         return self.stages.apply(frame, analysis, index, timestamp)
 
+    def frame_region(self, analysis: Any, width: int, height: int) -> Any:
+        return self.stages.frame_region(analysis, width, height)
+
+    def apply_within(self, crop: Any, analysis: Any, origin: tuple[int, int], index: int, timestamp: float) -> Any:
+        return self.stages.apply_within(crop, analysis, origin, index, timestamp)
+
 
 @pytest.mark.parametrize(("name", "size"), [("crossing", (640, 360)), ("walking_in", (320, 240))])
 def test_work_done_ahead_leaves_the_video_and_its_counts_as_they_were(
@@ -392,3 +399,21 @@ def test_a_face_joining_a_followed_one_on_a_moving_camera_is_found_by_the_next_p
     detection = grouped["face_detection"]
     assert detection["proposed"] >= 2, detection
     assert grouped["faces_swapped"] == each_frame["faces_swapped"] == 40 + 40 - PAN_JOINS_AT, (grouped, each_frame)
+
+
+def test_a_face_followed_by_its_mesh_is_read_from_its_region_without_converting_whole_frames(
+    clips: dict[str, Path], shared_runtime: ModelRuntime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the probes the crossing head is read from its mesh's square alone, and swapped in its
+    region: no whole frame is converted to BGR but where a detection is completed."""
+    whole: list[int] = []
+    convert = YuvFrame.bgr
+
+    def counted(image: YuvFrame) -> Any:
+        whole.append(1)
+        return convert(image)
+
+    monkeypatch.setattr(YuvFrame, "bgr", counted)
+    result = run(clips, shared_runtime, "crossing", tmp_path / "crossing.mp4", interval=5)
+    assert result["faces_swapped"] >= 55 and result["face_detection"]["followed_by_mesh"] >= 40, result
+    assert len(whole) <= result["face_detection"]["full"]  # at most the frames searched in full

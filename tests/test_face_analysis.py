@@ -15,6 +15,7 @@ from facefusion_ui.faces.detector_blazeface import blazeface_boxes, detect_blaze
 from facefusion_ui.faces.face import Face, face_distance
 from facefusion_ui.faces.landmarker import MESH_ROI_EYES, dlib_landmarks, mesh_roi, roi_matrix
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.frames import BgrImage
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
 from tests.support import media, videos
@@ -177,12 +178,12 @@ def test_a_known_mesh_is_read_again_in_its_turned_region(shared_runtime: ModelRu
     assert abs(np.degrees(roi.angle) + roll) < 8  # the eyes' line, clockwise in the image
     level = cv2.transform(known[list(MESH_ROI_EYES)][None], roi_matrix(roi))[0]
     assert abs(level[0, 1] - level[1, 1]) < 1.0
-    read = analyser.mesh_at(rolled, known)
+    read = analyser.mesh_at(BgrImage(rolled), known)
     assert read is not None and read.points.shape == (468, 2)
     apart = np.linalg.norm(read.points - known, axis=1).mean()
     assert apart < 0.02 * face.width, apart
     assert np.corrcoef(read.depth, face.mesh.depth)[0, 1] > 0.95  # depth on the same scale, turned or not
-    assert analyser.mesh_at(np.full(image.shape, 128, dtype=np.uint8), known) is None
+    assert analyser.mesh_at(BgrImage(np.full(image.shape, 128, dtype=np.uint8)), known) is None
 
 
 def test_mesh_landmarker_gives_keypoints(shared_runtime: ModelRuntime) -> None:

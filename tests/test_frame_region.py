@@ -82,7 +82,7 @@ def test_faces_move_with_their_points_and_the_selected_stay_the_same_objects() -
     shifted = moved_face(face, -10, -4)
     assert shifted.mesh is not None and np.array_equal(shifted.mesh.points, mesh_points - [10, 4])
     assert np.array_equal(shifted.kps, face.kps - [10, 4]) and shifted.landmarks_68 is not None
-    assert np.array_equal(shifted.landmarks_68, np.tile(np.float32([50, 56]), (68, 1)))
+    assert np.array_equal(shifted.landmarks_68, np.tile(np.array([50, 56], dtype=np.float32), (68, 1)))
 
 
 @pytest.fixture(scope="module")

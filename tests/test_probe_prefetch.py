@@ -172,7 +172,7 @@ class AheadStages:
             self.stats.append(self.prefetch.stats.to_json())
         self.prefetch = ProbePrefetch(executor, frame_at) if executor is not None and frame_at is not None else None
 
-    def faces_in_view(self) -> bool:
+    def converts_next_group(self) -> bool:
         return True
 
     def group_size_from(self, index: int) -> int:

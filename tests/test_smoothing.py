@@ -26,6 +26,7 @@ from facefusion_ui.processors.mesh_warp import FACE_OVAL
 from facefusion_ui.processors.registry import ProcessorRegistry
 from facefusion_ui.state_manager import Settings
 from facefusion_ui.types import Frame
+from facefusion_ui.video.yuv import ColourMatrix, YuvFrame
 from tests.support import media, videos
 
 FPS = 30.0
@@ -82,11 +83,11 @@ def resized(image: Frame, like: Frame) -> Frame:
 def test_cuts_between_different_photos_not_under_noise() -> None:
     grace = media.grace_hopper()
     astronaut = resized(media.astronaut(), grace)
-    assert is_cut(cut_thumbnail(grace), cut_thumbnail(astronaut))
+    assert is_cut(cut_thumbnail(BgrImage(grace)), cut_thumbnail(BgrImage(astronaut)))
     people = media.t1()
-    assert is_cut(cut_thumbnail(people), cut_thumbnail(resized(grace, people)))
-    assert not is_cut(cut_thumbnail(grace), cut_thumbnail(noisy(grace, 1, sigma=8.0)))
-    assert not is_cut(cut_thumbnail(noisy(grace, 2)), cut_thumbnail(noisy(grace, 3)))
+    assert is_cut(cut_thumbnail(BgrImage(people)), cut_thumbnail(BgrImage(resized(grace, people))))
+    assert not is_cut(cut_thumbnail(BgrImage(grace)), cut_thumbnail(BgrImage(noisy(grace, 1, sigma=8.0))))
+    assert not is_cut(cut_thumbnail(BgrImage(noisy(grace, 2))), cut_thumbnail(BgrImage(noisy(grace, 3))))
 
 
 def hd(image: Frame) -> Frame:
@@ -102,10 +103,17 @@ def test_a_cut_thumbnail_made_small_first_is_within_a_grey_level_of_one_made_gre
     for frame in frames:
         grey = cv2.resize(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), (STEP_SIZE, STEP_SIZE))
         grey_first = cv2.resize(grey, (CUT_SIZE, CUT_SIZE), interpolation=cv2.INTER_AREA)
-        assert np.abs(cut_thumbnail(frame).astype(int) - grey_first).max() <= 1
-    thumbnails = [cut_thumbnail(frame) for frame in frames]
+        assert np.abs(cut_thumbnail(BgrImage(frame)).astype(int) - grey_first).max() <= 1
+    thumbnails = [cut_thumbnail(BgrImage(frame)) for frame in frames]
     assert is_cut(thumbnails[0], thumbnails[1]) and is_cut(thumbnails[0], thumbnails[3])
     assert not is_cut(thumbnails[0], thumbnails[2])
+    # a video frame is scaled down as YUV planes, then converted: the whole frame is never made BGR
+    videos = [YuvFrame.from_bgr(frame, ColourMatrix("bt709")) for frame in frames]
+    for video, thumbnail in zip(videos, thumbnails, strict=True):
+        assert np.abs(cut_thumbnail(video).astype(int) - thumbnail).max() <= 2
+    yuv_thumbnails = [cut_thumbnail(video) for video in videos]
+    assert is_cut(yuv_thumbnails[0], yuv_thumbnails[1]) and not is_cut(yuv_thumbnails[0], yuv_thumbnails[2])
+    assert all(video._bgr is None for video in videos)
 
 
 @pytest.fixture(scope="module")
@@ -122,20 +130,20 @@ def test_a_cut_restarts_from_the_new_face(analyser: FaceAnalyser) -> None:
     astronaut = resized(media.astronaut(), grace)
     smoother = MeshSmoother()
     first = face_of(analyser, grace)
-    smoother.smooth(grace, 0, 0.0, [first], [None])
+    smoother.smooth(BgrImage(grace), 0, 0.0, [first], [None])
     moved = noisy(grace, 4)
     second = face_of(analyser, moved)
-    [held] = smoother.smooth(moved, 1, 1 / FPS, [second], [None])
+    [held] = smoother.smooth(BgrImage(moved), 1, 1 / FPS, [second], [None])
     assert held.mesh is not None and second.mesh is not None
     assert not np.array_equal(held.mesh.points, second.mesh.points), "a still face was not smoothed"
     other = face_of(analyser, astronaut)
     # the astronaut's box overlaps Grace Hopper's, but the shot changed: the filter starts again
     assert smoother.tracks and len(smoother.tracks) == 1
-    [after_cut] = smoother.smooth(astronaut, 2, 2 / FPS, [other], [None])
+    [after_cut] = smoother.smooth(BgrImage(astronaut), 2, 2 / FPS, [other], [None])
     assert after_cut.mesh is not None and other.mesh is not None
     assert np.array_equal(after_cut.mesh.points, other.mesh.points)
     # a frame that is not the next one starts again too
-    [after_gap] = smoother.smooth(moved, 9, 9 / FPS, [second], [None])
+    [after_gap] = smoother.smooth(BgrImage(moved), 9, 9 / FPS, [second], [None])
     assert after_gap.mesh is not None and np.array_equal(after_gap.mesh.points, second.mesh.points)
 
 
@@ -144,13 +152,13 @@ def test_the_saved_state_smooths_as_the_running_one(analyser: FaceAnalyser) -> N
     faces = [face_of(analyser, frame) for frame in frames]
     running = MeshSmoother()
     for index in range(3):
-        running.smooth(frames[index], index, index / FPS, [faces[index]], [None])
+        running.smooth(BgrImage(frames[index]), index, index / FPS, [faces[index]], [None])
     resumed = MeshSmoother()
     saved = VideoState.from_json(VideoState(ScheduleState(), None, running.to_json()).to_json())
     assert saved.meshes is not None
     resumed.load_json(saved.meshes)
-    [expected] = running.smooth(frames[3], 3, 3 / FPS, [faces[3]], [None])
-    [got] = resumed.smooth(frames[3], 3, 3 / FPS, [faces[3]], [None])
+    [expected] = running.smooth(BgrImage(frames[3]), 3, 3 / FPS, [faces[3]], [None])
+    [got] = resumed.smooth(BgrImage(frames[3]), 3, 3 / FPS, [faces[3]], [None])
     assert expected.mesh is not None and got.mesh is not None
     assert np.array_equal(expected.mesh.points, got.mesh.points)
 
@@ -209,7 +217,9 @@ def test_a_moving_face_does_not_lag(analyser: FaceAnalyser) -> None:
         face = analyser.analyse(frame, Settings(), embeddings=False)[0]
         raw = analyser.mesh(frame, Detection(face.bbox, face.score, face.kps))
 
-        [held] = smoother.smooth(frame, index, index / FPS, [face], [None], FrameMeshes(analyser, frame))
+        [held] = smoother.smooth(
+            BgrImage(frame), index, index / FPS, [face], [None], FrameMeshes(analyser, BgrImage(frame))
+        )
         assert raw is not None and held.mesh is not None
         offsets.append(np.abs((held.mesh.points - raw.points).mean(axis=0)).max() / face.width)
     assert max(offsets[10:]) < 0.02, max(offsets[10:])
@@ -222,19 +232,19 @@ def test_a_followed_face_keeps_its_track_until_a_cut_or_a_gap(analyser: FaceAnal
     grace = media.grace_hopper()
     smoother = MeshSmoother()
     face = face_of(analyser, grace)
-    smoother.smooth(grace, 0, 0.0, [face], [None])
+    smoother.smooth(BgrImage(grace), 0, 0.0, [face], [None])
     elsewhere = face.bbox + np.float32(400)
     moved = noisy(grace, 1)
-    [track, none] = smoother.followed_tracks(moved, 1, [face.bbox, elsewhere])
+    [track, none] = smoother.followed_tracks(BgrImage(moved), 1, [face.bbox, elsewhere])
     assert track is not None and none is None
     assert track.score == face.score
     resumed = MeshSmoother()
     resumed.load_json(smoother.to_json())
-    [loaded] = resumed.followed_tracks(moved, 1, [face.bbox])
+    [loaded] = resumed.followed_tracks(BgrImage(moved), 1, [face.bbox])
     assert loaded is not None and np.allclose(loaded.smoothed_points(), track.smoothed_points())
     astronaut = resized(media.astronaut(), grace)
-    assert smoother.followed_tracks(astronaut, 1, [face.bbox]) == [None]  # a cut
-    assert smoother.followed_tracks(moved, 2, [face.bbox]) == [None]  # not the next frame
+    assert smoother.followed_tracks(BgrImage(astronaut), 1, [face.bbox]) == [None]  # a cut
+    assert smoother.followed_tracks(BgrImage(moved), 2, [face.bbox]) == [None]  # not the next frame
 
 
 def drifting_head(runtime: ModelRuntime, folder: Path) -> tuple[list[Frame], FramePipeline]:
@@ -306,12 +316,12 @@ def test_a_detected_box_continues_a_track_only_beyond_doubt(analyser: FaceAnalys
     grace = media.grace_hopper()
     smoother = MeshSmoother()
     face = face_of(analyser, grace)
-    smoother.smooth(grace, 0, 0.0, [face], [None])
+    smoother.smooth(BgrImage(grace), 0, 0.0, [face], [None])
     moved = noisy(grace, 1)
     nudged = face.bbox + np.float32(face.width / 20)
-    [track] = smoother.detected_tracks(moved, 1, [nudged])
+    [track] = smoother.detected_tracks(BgrImage(moved), 1, [nudged])
     assert track is not None and np.array_equal(track.bbox, face.bbox)
-    assert smoother.detected_tracks(moved, 1, [nudged, face.bbox]) == [None, None]
-    assert smoother.detected_tracks(moved, 1, [face.bbox + np.float32(400)]) == [None]
-    assert smoother.detected_tracks(resized(media.astronaut(), grace), 1, [nudged]) == [None]
-    assert smoother.detected_tracks(moved, 2, [nudged]) == [None]
+    assert smoother.detected_tracks(BgrImage(moved), 1, [nudged, face.bbox]) == [None, None]
+    assert smoother.detected_tracks(BgrImage(moved), 1, [face.bbox + np.float32(400)]) == [None]
+    assert smoother.detected_tracks(BgrImage(resized(media.astronaut(), grace)), 1, [nudged]) == [None]
+    assert smoother.detected_tracks(BgrImage(moved), 2, [nudged]) == [None]

@@ -25,7 +25,7 @@ from facefusion_ui.faces.face import Face, FaceMesh
 from facefusion_ui.faces.landmarker import (
     dlib_landmarks,
     face_mesh,
-    face_mesh_at,
+    face_mesh_in,
     kps_from_dlib_5,
     kps_from_mesh,
     mesh_roi,
@@ -187,6 +187,11 @@ class FaceAnalyser:
         if embeddings and faces:
             rgb: Frame = np.ascontiguousarray(frame[:, :, ::-1])  # the dlib recognizer reads colours
             faces = [self.embed(frame, rgb, face, settings) for face in faces]
+        return self.taken(faces, counted)
+
+    def taken(self, faces: Sequence[Face], counted: bool = True) -> list[Face]:
+        """Complete faces (``known`` to ``analyse``, with no detection to complete) as ``analyse`` gives
+        them: largest first, counted by the run's counters when ``counted``."""
         if counted:
             self.counters.add(frames=1, faces=len(faces), meshes=sum(face.mesh is not None for face in faces))
         return sorted(faces, key=lambda face: -face.area)
@@ -237,7 +242,7 @@ class FaceAnalyser:
         )
 
     def face_of_mesh(
-        self, frame: Frame, mesh: FaceMesh, bbox: Points, score: float, settings: Settings, landmarks: bool
+        self, image: FrameImage, mesh: FaceMesh, bbox: Points, score: float, settings: Settings, landmarks: bool
     ) -> Face:
         """A face known by its mesh alone (followed from the frame before, no detection): its 5 points
         from the mesh, and the 68 landmarks only when ``landmarks`` (a processor reads them)."""
@@ -245,7 +250,9 @@ class FaceAnalyser:
         wanted = landmarks and landmarker in LANDMARKERS_68
         kps = kps_from_mesh(mesh.points)
         yaw, pitch = estimate_pose(kps)
-        landmarks_68, landmarks_score = self.landmarks_68(frame, bbox, landmarker, kps) if wanted else (None, None)
+        landmarks_68, landmarks_score = (
+            self.landmarks_68(image.bgr(), bbox, landmarker, kps) if wanted else (None, None)
+        )
         return Face(
             bbox=np.asarray(bbox, dtype=np.float32),
             score=score,
@@ -274,10 +281,11 @@ class FaceAnalyser:
         with self.runtime.using("mediapipe_face_mesh") as model:
             return face_mesh(frame, detection.bbox, model)
 
-    def mesh_at(self, frame: Frame, points: Points) -> FaceMesh | None:
-        """The mesh read in the region a known mesh (``points``: the same face a frame before) gives."""
+    def mesh_at(self, image: FrameImage, points: Points) -> FaceMesh | None:
+        """The mesh read in the region a known mesh (``points``: the same face a frame before) gives, from
+        that region of ``image`` alone."""
         with self.runtime.using("mediapipe_face_mesh") as model:
-            return face_mesh_at(frame, mesh_roi(points), model)
+            return face_mesh_in(image, mesh_roi(points), model)
 
     def embedding(self, frame: Frame, rgb: Frame, face: Face, settings: Settings) -> Embedding:
         name = settings.face_recognizer_model

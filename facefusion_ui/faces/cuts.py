@@ -6,7 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from facefusion_ui.types import Frame
+from facefusion_ui.frames import FrameImage
 
 CUT_SIZE = 32
 """Side of the grey copy (pixels): sensor noise and encoding averages out, a new shot does not."""
@@ -23,14 +23,14 @@ fractional factor (720 / 32) takes 2.3 ms on a 720p frame, over a whole one (8) 
 copy differs by a quarter of a grey level on average."""
 
 
-def cut_thumbnail(frame: Frame) -> np.ndarray:
-    """The small grey copy of ``frame`` (BGR) that ``is_cut`` compares. A large frame is brought to
-    ``STEP_SIZE`` before it is made grey: the grey conversion of a whole 720p frame was half the time (it
-    runs on the analysis thread, for every frame with a face followed), and the copy is within a grey
-    level of the one made grey first (at most 1 on every frame of a 720p talking head)."""
-    if min(frame.shape[:2]) > STEP_SIZE:
-        frame = np.asarray(cv2.resize(frame, (STEP_SIZE, STEP_SIZE), interpolation=cv2.INTER_LINEAR), dtype=np.uint8)
-    grey = frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+def cut_thumbnail(image: FrameImage) -> np.ndarray:
+    """The small grey copy of ``image`` that ``is_cut`` compares. A large frame is brought to ``STEP_SIZE``
+    before it is made grey (a video frame before it is made BGR: the analysis of a face followed by its
+    mesh converts no whole frame), and the copy is within a grey level of the one made grey first (at
+    most 1 on every frame of a 720p talking head)."""
+    large = min(image.width, image.height) > STEP_SIZE
+    frame = image.resized_bgr(STEP_SIZE, STEP_SIZE) if large else image.bgr()
+    grey = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
     return np.asarray(cv2.resize(grey, (CUT_SIZE, CUT_SIZE), interpolation=cv2.INTER_AREA), dtype=np.uint8)
 
 

@@ -33,7 +33,7 @@ from facefusion_ui.faces.schedule import (
 )
 from facefusion_ui.frames import FrameImage
 from facefusion_ui.state_manager import Settings
-from facefusion_ui.types import Frame, Points
+from facefusion_ui.types import Points
 
 if TYPE_CHECKING:
     from facefusion_ui.faces.runtime import ModelRuntime
@@ -107,12 +107,12 @@ class FaceSearch(Protocol):
     """What the schedule asks of the pipeline for the frames it does not skip. Called in frame order."""
 
     def analyse_faces(
-        self, frame: Frame, index: int, timestamp: float, detections: list[Detection], known: Sequence[Face]
+        self, image: FrameImage, index: int, timestamp: float, detections: list[Detection], known: Sequence[Face]
     ) -> FrameAnalysis:
         """The frame's faces from ``detections`` and ``known`` (faces read from their meshes alone)."""
         ...
 
-    def follow_meshes(self, frame: Frame, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
+    def follow_meshes(self, image: FrameImage, index: int, boxes: list[Points]) -> tuple[list[Face], list[Points]]:
         """The faces of ``boxes`` read from their meshes alone, and the boxes left to search round."""
         ...
 
@@ -281,7 +281,7 @@ class DetectionSchedule:
             else:
                 results.append(self.analyse_whole(image, index, timestamp, search))
                 self.stats.frames_full += 1
-        results.append(self.found(search.analyse_faces(images[-1].bgr(), indices[-1], timestamps[-1], probe, ())))
+        results.append(self.found(search.analyse_faces(images[-1], indices[-1], timestamps[-1], probe, ())))
         return results
 
     def follow_back(
@@ -308,7 +308,7 @@ class DetectionSchedule:
             boxes = [*(detection.bbox for detection in found[position]), *kept]
             self.stats.frames_tracked += 1
         results = [
-            search.analyse_faces(image.bgr(), index, timestamp, detections, ())
+            search.analyse_faces(image, index, timestamp, detections, ())
             for image, index, timestamp, detections in zip(images, indices, timestamps, found, strict=True)
         ]
         self.found(results[-1])
@@ -417,9 +417,8 @@ class DetectionSchedule:
 
     def analyse_whole(self, image: FrameImage, index: int, timestamp: float, search: FaceSearch) -> FrameAnalysis:
         """A frame searched in full."""
-        frame = image.bgr()
         detections = self.detect_whole(self.analyser.search_view(image, self.settings))
-        return self.found(search.analyse_faces(frame, index, timestamp, detections, ()))
+        return self.found(search.analyse_faces(image, index, timestamp, detections, ()))
 
     def analyse_around(
         self, image: FrameImage, index: int, timestamp: float, around: tuple[Points, ...], search: FaceSearch
@@ -428,11 +427,10 @@ class DetectionSchedule:
         if not around:
             self.seen = FacesSeen()
             return NO_FACES
-        frame = image.bgr()
-        known, rest = search.follow_meshes(frame, index, list(around))
+        known, rest = search.follow_meshes(image, index, list(around))
         self.stats.faces_followed_by_mesh += len(known)
-        detections = self.analyser.detect_around(frame, rest, self.settings) if rest else []
-        result = search.analyse_faces(frame, index, timestamp, detections, known)
+        detections = self.analyser.detect_around(image.bgr(), rest, self.settings) if rest else []
+        result = search.analyse_faces(image, index, timestamp, detections, known)
         # a followed face missed in this frame (blur, a hand) is still searched for in the next ones
         found = [face.bbox for face in result.faces]
         missed = [box for box in around if not any(_overlaps(box, other) for other in found)]

@@ -19,6 +19,7 @@ import numpy as np
 from facefusion_ui.faces.alignment import template_points
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.mesh_model import MESH_INPUT_SIZE, MeshModel, landmark_array
+from facefusion_ui.frames import FrameImage
 from facefusion_ui.types import Frame, Points
 
 NOSE_TIP_FROM_BASE = 0.78
@@ -133,6 +134,30 @@ def face_mesh_at(frame: Frame, roi: MeshRoi, mesh_model: MeshModel) -> FaceMesh 
     back = cv2.invertAffineTransform(matrix)
     points = square_points @ back[:, :2].T.astype(np.float32) + back[:, 2].astype(np.float32)
     return FaceMesh(np.asarray(points, dtype=np.float32), np.ascontiguousarray(raw[:, 2] * np.float32(roi.side)))
+
+
+ROI_SPARE = 3
+"""Pixels added round a region's square: bilinear reads reach a pixel past it, and rounding."""
+
+
+def roi_bounds(roi: MeshRoi, width: int, height: int) -> tuple[int, int, int, int]:
+    """The rectangle (x1, y1, x2, y2, even corners inside the ``width`` x ``height`` frame) holding the
+    square of ``roi``, turned (its corners reach furthest), and what a read of it touches."""
+    reach = roi.side / 2 * (abs(math.cos(roi.angle)) + abs(math.sin(roi.angle))) + ROI_SPARE
+    x1, y1 = (max(math.floor(value - reach), 0) for value in roi.centre)
+    x2, y2 = min(math.ceil(roi.centre[0] + reach), width), min(math.ceil(roi.centre[1] + reach), height)
+    return x1 - x1 % 2, y1 - y1 % 2, min(x2 + x2 % 2, width), min(y2 + y2 % 2, height)
+
+
+def face_mesh_in(image: FrameImage, roi: MeshRoi, mesh_model: MeshModel) -> FaceMesh | None:
+    """``face_mesh_at`` read from the crop of ``image`` that holds ``roi`` (``roi_bounds``): a video frame
+    is converted there alone. The same mesh, but for rounding (the square is mapped from other origins)."""
+    x1, y1, x2, y2 = roi_bounds(roi, image.width, image.height)
+    moved = MeshRoi((roi.centre[0] - x1, roi.centre[1] - y1), roi.side, roi.angle)
+    mesh = face_mesh_at(image.bgr_region((x1, y1, x2, y2)), moved, mesh_model)
+    if mesh is None:
+        return None
+    return FaceMesh(mesh.points + np.array([x1, y1], dtype=np.float32), mesh.depth)
 
 
 def kps_from_mesh(mesh: Points) -> Points:

@@ -28,8 +28,9 @@ import numpy as np
 from facefusion_ui.faces.cuts import cut_thumbnail, is_cut
 from facefusion_ui.faces.face import Face, FaceMesh, box_iou
 from facefusion_ui.faces.smoothing import OneEuroParameters, OneEuroState, one_euro_step
+from facefusion_ui.frames import FrameImage
 from facefusion_ui.json_arrays import array_from_json, array_to_json
-from facefusion_ui.types import Frame, Points
+from facefusion_ui.types import Points
 
 MESH_SMOOTHING = OneEuroParameters(min_cutoff=0.15, beta=10.0, d_cutoff=1.0)
 """In face widths: a still face's points are low-passed at 0.15 Hz (mediapipe's points shimmer by a
@@ -103,7 +104,7 @@ class MeshSmoother:
 
     def smooth(
         self,
-        frame: Frame,
+        image: FrameImage,
         index: int,
         timestamp: float,
         faces: Sequence[Face],
@@ -115,7 +116,7 @@ class MeshSmoother:
         track read in the region of the track's smoothed mesh (a detector's box of a still face moves by
         a twentieth of its width from frame to frame, and the mesh found in its crop with it), a new one
         in the crop around its box; without either it stays as it is."""
-        thumbnail = self.thumbnail_of(frame, index)
+        thumbnail = self.thumbnail_of(image, index)
         if not self.continues_into(index, thumbnail):
             self.tracks.clear()
         self.frame_index, self.thumbnail = index, thumbnail
@@ -128,12 +129,12 @@ class MeshSmoother:
             smoothed.append(self.filtered(face, identity, track, index, timestamp, mesh_of))
         return smoothed
 
-    def thumbnail_of(self, frame: Frame, index: int) -> np.ndarray:
-        """``cut_thumbnail(frame)``, made once per frame."""
-        if self._made is not None and self._made[:2] == (index, id(frame)):
+    def thumbnail_of(self, image: FrameImage, index: int) -> np.ndarray:
+        """``cut_thumbnail(image)``, made once per frame."""
+        if self._made is not None and self._made[:2] == (index, id(image)):
             return self._made[2]
-        thumbnail = cut_thumbnail(frame)
-        self._made = (index, id(frame), thumbnail)
+        thumbnail = cut_thumbnail(image)
+        self._made = (index, id(image), thumbnail)
         return thumbnail
 
     def continues_into(self, index: int, thumbnail: np.ndarray) -> bool:
@@ -143,11 +144,11 @@ class MeshSmoother:
             return False
         return not is_cut(self.thumbnail, thumbnail)
 
-    def followed_tracks(self, frame: Frame, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
+    def followed_tracks(self, image: FrameImage, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
         """For each of ``boxes`` (faces of the frame before, followed into frame ``index``), the track
         that face has; None where it has none (a face not selected, or beyond ``MAX_TRACKS``), and for
         every box when frame ``index`` is not the next one or a cut."""
-        if not self.tracks or not self.continues_into(index, self.thumbnail_of(frame, index)):
+        if not self.tracks or not self.continues_into(index, self.thumbnail_of(image, index)):
             return [None] * len(boxes)
         found: list[MeshTrack | None] = []
         for box in boxes:
@@ -156,12 +157,12 @@ class MeshSmoother:
             found.append(best[1] if best[0] >= FOLLOW_IOU else None)
         return found
 
-    def detected_tracks(self, frame: Frame, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
+    def detected_tracks(self, image: FrameImage, index: int, boxes: Sequence[Points]) -> list[MeshTrack | None]:
         """For each of ``boxes`` (faces detected in frame ``index``: a probe's), the track (of the frame
         before) it continues where that is beyond doubt: the box overlaps that track's box by ``MATCH_IOU``
         or more, and no other box or track does so with either of them. None elsewhere, and for every box
         when frame ``index`` is not the next one or a cut."""
-        if not self.tracks or not self.continues_into(index, self.thumbnail_of(frame, index)):
+        if not self.tracks or not self.continues_into(index, self.thumbnail_of(image, index)):
             return [None] * len(boxes)
         tracks = list(self.tracks.values())
         matches = np.array([[box_iou(track.bbox, box) >= MATCH_IOU for track in tracks] for box in boxes], dtype=bool)

@@ -84,8 +84,8 @@ class AheadStages(Protocol):
         (called on the analysis thread); None: stop (nothing pending left running)."""
         ...
 
-    def faces_in_view(self) -> bool:
-        """Whether the next group will be analysed (its frames then need BGR: converted ahead)."""
+    def converts_next_group(self) -> bool:
+        """Whether the analysis will convert each frame of the next group to BGR (converted ahead)."""
         ...
 
 
@@ -514,7 +514,7 @@ class StreamedChunk:
         indices = [index for index, _ in group]
         timestamps = [self.task.timestamp(index) for index in indices]
         images = [image for _, image in group]
-        if self.helpers is not None and self.ahead_stages is not None and self.ahead_stages.faces_in_view():
+        if self.helpers is not None and self.ahead_stages is not None and self.ahead_stages.converts_next_group():
             convert_ahead(images, self.helpers)
         analyses = stages.analyse_group(images, indices, timestamps)
         for (index, image), analysis in zip(group, analyses, strict=True):

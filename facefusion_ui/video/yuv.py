@@ -251,6 +251,11 @@ class YuvFrame:
         small_v = v if v.shape[::-1] == size else cv2.resize(v, size, interpolation=interpolation)
         return yuv_to_bgr(small_y, small_u, small_v, self.matrix), size[0] / self._width
 
+    def resized_bgr(self, width: int, height: int) -> Frame:
+        """Each plane scaled bilinearly to ``width`` x ``height``, then converted: the whole frame is not."""
+        y, u, v = (cv2.resize(plane, (width, height), interpolation=cv2.INTER_LINEAR) for plane in self.planes())
+        return yuv_to_bgr(y, u, v, self.matrix)
+
     def luma(self, max_side: int) -> tuple[Frame, float]:
         """The Y plane, scaled down to fit ``max_side`` (no colour conversion at all)."""
         return fit_within(self.planes()[0], max_side)
