@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from benchmarks.swap_looks import cheeks, eye_openings, lab_streaks, with_eyes_shut
+from benchmarks.swap_looks import cheeks, eye_band, eye_openings, lab_streaks, with_eyes_shut
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
@@ -170,6 +170,22 @@ def test_the_painted_band_has_her_skins_texture_and_the_lenses_skin_is_kept(
     through = lens_insides(points, shape) > 0
     same = np.abs(source.image.astype(np.int16) - kept.image.astype(np.int16)).max(axis=2) <= 2
     assert same[through].mean() > 0.3
+
+
+def test_the_eye_band_measure_sees_a_flat_pale_band(shared_runtime: ModelRuntime) -> None:
+    """``eye_band``: a face against itself reads 1 and 0; with the band round its eyes smoothed and lightened
+    (a flat, pale fill), under 1 and above 0."""
+    grace = media.grace_hopper()
+    mesh = analysed(shared_runtime, grace)[0].mesh
+    assert mesh is not None
+    points = mesh.points
+    assert eye_band(grace, grace, points) == pytest.approx((1.0, 0.0), abs=1e-6)
+    band = (lens_rings(points, grace.shape[:2]) > 0) & (kept_eyes(points, grace.shape[:2]) == 0)
+    flat = grace.copy()
+    smooth = cv2.GaussianBlur(grace, (0, 0), 4.0).astype(np.int16) + 20
+    flat[band] = np.clip(smooth[band], 0, 255).astype(np.uint8)
+    detail, paler = eye_band(flat, grace, points)
+    assert detail < 0.6 and paler > 10.0, (detail, paler)
 
 
 def test_a_lens_glint_is_found_and_the_skin_round_it_is_not() -> None:
