@@ -9,10 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
-from benchmarks.swap_looks import cheeks, eye_band, eye_openings, lab_streaks, with_eyes_shut
+from benchmarks.swap_looks import cheeks, creases, eye_band, eye_openings, lab_streaks, with_eyes_shut
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.masks.mesh_parts import face_size
 from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
     FACE_OVAL,
@@ -186,6 +187,20 @@ def test_the_eye_band_measure_sees_a_flat_pale_band(shared_runtime: ModelRuntime
     flat[band] = np.clip(smooth[band], 0, 255).astype(np.uint8)
     detail, paler = eye_band(flat, grace, points)
     assert detail < 0.6 and paler > 10.0, (detail, paler)
+
+
+def test_the_creases_measure_reads_darker_lines_as_more(shared_runtime: ModelRuntime) -> None:
+    """``creases``: a face against itself at its own size reads alike; at half the size about alike (the
+    photo is resized first); with its thin dark lines darkened, more."""
+    grace = media.grace_hopper()
+    mesh = analysed(shared_runtime, grace)[0].mesh
+    assert mesh is not None
+    points = mesh.points
+    own = creases(grace, points)
+    half = np.asarray(cv2.resize(grace, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_AREA), dtype=np.uint8)
+    assert creases(half, points * 0.5) == pytest.approx(creases(grace, points, face_size(points) / 2), rel=0.05)
+    darker = grace.astype(np.float32) - 0.8 * cv2.merge([(dark_lines(grace, points) * 25.0).astype(np.float32)] * 3)
+    assert creases(np.clip(darker, 0, 255).astype(np.uint8), points) > 1.2 * own
 
 
 def test_a_lens_glint_is_found_and_the_skin_round_it_is_not() -> None:
