@@ -12,8 +12,10 @@
 - what a person sees on t1.jpg's crops (``looks_measures``, no goals, each face against the target before
   the swap): the cheeks' finest lightness detail (grain), their chroma and how far their colour is off the
   target's, the lower face's lightness beside the neck, the darker cheek's lightness (a grey shadow), thin
-  lines under the eyes (glasses rims), the mouth corners' darkness (dark dots); and per source how much of
-  its glasses' lower rims is left once painted out (``rim_left``).
+  lines under the eyes (glasses rims), the mouth corners' darkness (dark dots), the fine detail and the
+  lightness of the band round the eyes against the cheeks' (a flat, pale band where glasses were painted
+  out), the cheeks' creases against the source photo's own at the same size (``creases``); and per source
+  how much of its glasses' lower rims is left once painted out (``rim_left``).
 """
 
 from __future__ import annotations
@@ -190,6 +192,10 @@ class Looks:
                     seen = results.seen.setdefault(name, {})
                     for measure, values in looks_measures(target, swapped, [face.mesh.points]).items():
                         seen.setdefault(measure, []).extend(values)
+                    if source_face.mesh is not None:
+                        own = creases(source_image, source_face.mesh.points, face_size(face.mesh.points))
+                        ratio = creases(swapped, face.mesh.points) / max(own, 1e-3)
+                        seen.setdefault("creases", []).append(ratio)
             before_points, after_points = self.mesh_points(target, face), self.mesh_points(swapped, face)
             if before_points is not None and after_points is not None:
                 for (opening, width), (after_opening, _) in zip(
@@ -358,6 +364,54 @@ def corner_dots(image: Frame, target: Frame, points: np.ndarray) -> float:
     return float(worst)
 
 
+BAND_SIGMA = 1.5
+"""The fine detail ``eye_band`` reads: lightness minus its Gaussian blur over this many pixels."""
+
+
+def eye_band(image: Frame, target: Frame, points: np.ndarray) -> tuple[float, float]:
+    """Round the eyes (the band along each lens's edge, ``lens_rings``, off the eyes), against the cheeks: the
+    fine lightness detail's ratio (``BAND_SIGMA``) and the lightness difference (L), each in the swap over
+    (less) the same in the target. A flat painted band where a source's glasses were shows as a detail
+    ratio under 1, a pale one as a positive lightness difference."""
+    band = (lens_rings(points, image.shape[:2]) > 0) & (kept_eyes(points, image.shape[:2]) == 0)
+    area = cheeks(points, image.shape)
+    band &= inside_outline(points, image.shape, ramp=1.0) > 0.5
+    if not band.any() or not area.any():
+        return float("nan"), float("nan")
+    figures = []
+    for picture in (image, target):
+        lightness = cv2.cvtColor(picture, cv2.COLOR_BGR2LAB)[..., 0].astype(np.float32)
+        fine = np.abs(lightness - cv2.GaussianBlur(lightness, (0, 0), BAND_SIGMA))
+        ratio = float(fine[band].mean()) / max(float(fine[area].mean()), 1e-3)
+        figures.append((ratio, float(lightness[band].mean() - lightness[area].mean())))
+    (ratio, paler), (own_ratio, own_paler) = figures
+    return ratio / max(own_ratio, 1e-3), paler - own_paler
+
+
+CREASE_WIDTH = 0.03
+"""The widest crease ``creases`` reads, a share of the face's size (a black-hat's kernel)."""
+
+
+def creases(image: Frame, points: np.ndarray, size: float | None = None) -> float:
+    """How dark the thin lines on the cheeks are (a black-hat of the lightness, ``CREASE_WIDTH`` of the face,
+    mean over the cheeks), with the face first resized to ``size`` pixels across (its own size when None):
+    a swap's over its source photo's at the swap's size says whether the source's wrinkles come across
+    darker than its own (over 1) or fainter. What the target's own cheeks keep (its smile lines, where the
+    source's fade at the edge) counts too: for a smooth-skinned source it reads over 1 without any change."""
+    scale = 1.0 if size is None else size / max(face_size(points), 1.0)
+    if abs(scale - 1.0) > 1e-3:
+        interpolation = cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
+        image = np.asarray(cv2.resize(image, None, fx=scale, fy=scale, interpolation=interpolation), dtype=np.uint8)
+        points = points * scale
+    area = cheeks(points, image.shape)
+    if not area.any():
+        return float("nan")
+    kernel = max(3, int(face_size(points) * CREASE_WIDTH)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
+    return float(cv2.morphologyEx(lightness, cv2.MORPH_BLACKHAT, element)[area].mean())
+
+
 def write_tiles(tiles: list[Frame], path: Path) -> None:
     cv2.imwrite(str(path), np.vstack(tiles))
 
@@ -367,6 +421,7 @@ def looks_measures(target: Frame, swapped: Frame, points: list[np.ndarray]) -> d
     measures: dict[str, list[float]] = {}
     for mesh in points:
         chroma, colour_off = cheek_colour(swapped, target, mesh)
+        band_detail, band_paler = eye_band(swapped, target, mesh)
         for name, value in (
             ("grain", cheek_grain(swapped, target, mesh)),
             ("chroma", chroma),
@@ -375,6 +430,8 @@ def looks_measures(target: Frame, swapped: Frame, points: list[np.ndarray]) -> d
             ("darker cheek", darker_cheek(swapped, target, mesh)),
             ("rim arcs", rim_arcs(swapped, target, mesh)),
             ("corner dots", corner_dots(swapped, target, mesh)),
+            ("band detail", band_detail),
+            ("band paler", band_paler),
         ):
             measures.setdefault(name, []).append(value)
     return measures

@@ -281,6 +281,9 @@ SEEN = {
     "darker cheek": "darker cheek's lightness shift (L)",
     "rim arcs": "thin lines under the eyes vs target",
     "corner dots": "mouth-corner darkness vs target (L)",
+    "band detail": "eye band's fine detail vs cheeks', vs target",
+    "band paler": "eye band lighter than cheeks, vs target (L)",
+    "creases": "cheek creases vs the source photo's own",
 }
 """The row names of ``swap_looks.looks_measures``'s measures (no goals: what a person sees, in numbers)."""
 

@@ -9,10 +9,11 @@ import cv2
 import numpy as np
 import pytest
 
-from benchmarks.swap_looks import eye_openings, lab_streaks, with_eyes_shut
+from benchmarks.swap_looks import cheeks, creases, eye_band, eye_openings, lab_streaks, with_eyes_shut
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import Face
 from facefusion_ui.faces.runtime import ModelRuntime
+from facefusion_ui.masks.mesh_parts import face_size
 from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, opening_ratio
 from facefusion_ui.processors.mesh_warp import (
     FACE_OVAL,
@@ -32,6 +33,8 @@ from facefusion_ui.processors.source_glasses import (
     edge_remnants,
     frame_lines,
     kept_eyes,
+    lens_glints,
+    lens_insides,
     lens_rings,
     painted_out,
     wears_glasses,
@@ -139,12 +142,75 @@ def test_glasses_are_painted_out_without_rims(swapper: MeshWarpSwapper, shared_r
     rims = (lens_rings(points, shape) > 0) & (kept_eyes(points, shape) == 0)
     lines_before = dark_lines(original, points)[rims].mean()
     lines_after = dark_lines(source.image, points)[rims].mean()
+    own_skin = dark_lines(source.image, points)[cheeks(points, source.image.shape)].mean()
     assert lines_before > 0.15
-    # what is left along the lenses' edges is her own wrinkles round the lenses (a bare face's share)
-    assert lines_after < 0.25 * lines_before, (lines_before, lines_after)
+    # what is left along the lenses' edges is her own skin's texture (lent by the skin beside it), not a
+    # rim: well under the share of lines on her bare cheeks, and under half of what the frames drew
+    assert lines_after < 0.6 * own_skin, (own_skin, lines_after)
+    assert lines_after < 0.5 * lines_before, (lines_before, lines_after)
     assert not wears_glasses(source.image, points)
     # kept, they stay
     assert WarpSource.of(grace, mesh, keep_glasses=True).painted is None
+
+
+def test_the_painted_band_has_her_skins_texture_and_the_lenses_skin_is_kept(
+    swapper: MeshWarpSwapper, shared_runtime: ModelRuntime
+) -> None:
+    """Painted out, the frames leave no flat, pale band round the eyes: the fill takes the fine detail of her
+    own skin beside it (under half her cheeks' before), and the skin seen through the lenses is the photo's."""
+    grace = media.grace_hopper()
+    mesh = swapper.warp_mesh(grace, analysed(shared_runtime, grace)[0])
+    assert mesh is not None
+    source, kept = WarpSource.of(grace, mesh), WarpSource.of(grace, mesh, keep_glasses=True)
+    assert source.painted is not None
+    points, shape = source.mesh.points, source.image.shape[:2]
+    grey = cv2.cvtColor(source.image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    fine = np.abs(grey - cv2.GaussianBlur(grey, (0, 0), 1.5))
+    band = (source.painted > 0.9) & (kept_eyes(points, shape) == 0)
+    assert fine[band].mean() > 0.45 * fine[cheeks(points, source.image.shape)].mean()
+    through = lens_insides(points, shape) > 0
+    same = np.abs(source.image.astype(np.int16) - kept.image.astype(np.int16)).max(axis=2) <= 2
+    assert same[through].mean() > 0.3
+
+
+def test_the_eye_band_measure_sees_a_flat_pale_band(shared_runtime: ModelRuntime) -> None:
+    """``eye_band``: a face against itself reads 1 and 0; with the band round its eyes smoothed and lightened
+    (a flat, pale fill), under 1 and above 0."""
+    grace = media.grace_hopper()
+    mesh = analysed(shared_runtime, grace)[0].mesh
+    assert mesh is not None
+    points = mesh.points
+    assert eye_band(grace, grace, points) == pytest.approx((1.0, 0.0), abs=1e-6)
+    band = (lens_rings(points, grace.shape[:2]) > 0) & (kept_eyes(points, grace.shape[:2]) == 0)
+    flat = grace.copy()
+    smooth = cv2.GaussianBlur(grace, (0, 0), 4.0).astype(np.int16) + 20
+    flat[band] = np.clip(smooth[band], 0, 255).astype(np.uint8)
+    detail, paler = eye_band(flat, grace, points)
+    assert detail < 0.6 and paler > 10.0, (detail, paler)
+
+
+def test_the_creases_measure_reads_darker_lines_as_more(shared_runtime: ModelRuntime) -> None:
+    """``creases``: a face against itself at its own size reads alike; at half the size about alike (the
+    photo is resized first); with its thin dark lines darkened, more."""
+    grace = media.grace_hopper()
+    mesh = analysed(shared_runtime, grace)[0].mesh
+    assert mesh is not None
+    points = mesh.points
+    own = creases(grace, points)
+    half = np.asarray(cv2.resize(grace, None, fx=0.5, fy=0.5, interpolation=cv2.INTER_AREA), dtype=np.uint8)
+    assert creases(half, points * 0.5) == pytest.approx(creases(grace, points, face_size(points) / 2), rel=0.05)
+    darker = grace.astype(np.float32) - 0.8 * cv2.merge([(dark_lines(grace, points) * 25.0).astype(np.float32)] * 3)
+    assert creases(np.clip(darker, 0, 255).astype(np.uint8), points) > 1.2 * own
+
+
+def test_a_lens_glint_is_found_and_the_skin_round_it_is_not() -> None:
+    skin = np.full((100, 100, 3), 150, np.uint8)
+    skin[30:70, 30:70] = 175  # a lighter patch of skin, wider than a glint
+    cv2.circle(skin, (20, 80), 2, (250, 250, 250), -1)
+    points = np.array([[0.0, 0.0], [300.0, 300.0]], dtype=np.float32)  # a face 300 px across
+    glints = lens_glints(skin, points)
+    assert glints[80, 20] == 1.0
+    assert glints[30:70, 30:70].max() == 0.0
 
 
 def test_no_arc_of_a_lower_rim_is_left_past_the_painting(

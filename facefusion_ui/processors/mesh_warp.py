@@ -22,9 +22,10 @@ source, ``TURNED_SOURCE``, is drawn from its mirror image on a face turned the o
    source's iris lands where the target's is (its gaze), the mouth rung by rung between the lips; round
    each eye the target's own lids are kept (``eye_lids``) and a narrow (shut, cast-down) eye is kept
    whole, so no source iris is drawn into it; the source's glasses, unless kept, are painted out of it
-   first (``source_glasses``) and the painted area is given the target's finest detail (pores), not left
-   flat; a soft or small source is sharpened first (``source_detail``), so its features come across as
-   clearly as a sharp photo's;
+   first (``source_glasses``: the skin seen through the lenses kept, the fill given the fine detail of the
+   face's own skin beside it, ``with_borrowed_texture``) and the painted area is given the target's finest
+   detail (pores), not left flat; a soft or small source is sharpened first (``source_detail``), so its
+   features come across as clearly as a sharp photo's;
 4. the warped face's brightness moves to the target's (Lab mean, and spread where the target's is wider:
    never narrowed, ``LIGHTNESS_RATIO_LIMITS``; inside the face; the difference its two halves' broad
    lightness shows, how the source photo was lit from the side, swapped for the target's: ``side_light``)
@@ -61,8 +62,10 @@ from facefusion_ui.processors.side_light import (
 from facefusion_ui.processors.source_detail import quieted, sharpened, sharpening
 from facefusion_ui.processors.source_glasses import (
     frame_lines,
+    lens_insides,
     paint_share,
     painted_out,
+    with_borrowed_texture,
     with_target_detail,
     without_remnants,
 )
@@ -831,7 +834,11 @@ def glasses_painted_out(image: Frame, points: Points) -> tuple[Frame, Mask | Non
     lines = frame_lines(image, points, skin)
     if not lines.any():
         return image, None
-    return without_remnants(painted_out(image, points, lines, skin), points, lines), paint_share(points, lines)
+    # the skin seen through the lenses is skin the painting reads, tinted or not: no ring where they meet
+    skin = np.maximum(skin, lens_insides(points, skin.shape))
+    share = paint_share(points, lines)
+    painted = without_remnants(painted_out(image, points, lines, skin), points, lines)
+    return with_borrowed_texture(painted, points, share, skin), share
 
 
 @dataclass(frozen=True)

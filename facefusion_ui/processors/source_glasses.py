@@ -6,6 +6,10 @@ Where glasses sit: round each eye, a lens-sized ellipse (the mesh's "glasses" re
 reach past it above and below the eye), and the bridge of the nose between the eyes. The eyes themselves
 and the brows are always the source's.
 
+What is painted is the frames (and a lens's glints), not the skin seen through the lenses: an older
+face's creases there are hers, not frames (painted over, they left a flat, pale band round the eyes); the
+fill takes the fine detail of the face's own skin beside it (``with_borrowed_texture``).
+
 The cue for glasses is a dark, thin line (a morphological black-hat of the lightness: darker than its
 surroundings and narrower than a few per cent of the face) both across the bridge of the nose, as a
 horizontal bar over the whole width between the eyes, and round the eyes, crossed by most rays out of
@@ -58,6 +62,20 @@ RIM_BAND = 0.2
 EDGE_REACH = 3.0
 """How far past the painted frames (in ``PAINT_GROW``s) a long dark line is taken for what is left of a rim
 (``edge_remnants``): a lower rim's far edge and its shadow on the cheek."""
+LENS_INSIDE = 0.1
+"""How far inside the band along a lens's edge (in eye widths) the skin seen through it is taken as it is."""
+GLINT = 35.0
+"""How much lighter than its surroundings (LAB lightness) a small spot inside a lens must be for a glint."""
+GLINT_LIGHTNESS = 200
+"""The least lightness (LAB, 0..255) of a lens's glint: near white, lighter than skin."""
+TEXTURE_SIGMA = 0.015
+"""The blur (sigma, a share of the face's size) whose difference is the skin detail ``with_borrowed_texture``
+lends the painted fill."""
+TEXTURE_SHIFT = 0.15
+"""How far (a share of the face's size) from a painted pixel, away from the eyes' line, the skin that lends
+it its detail lies."""
+MOUTH_CORNERS = (61, 291)
+"""The mouth's corners: with the eyes' middle, the face's up direction (``with_borrowed_texture``)."""
 RAYS = 24
 RIM_COVER = 0.6
 """Share of the rays out of each eye that must cross a dark line inside the lens for a rim."""
@@ -260,6 +278,60 @@ def lens_rings(points: Points, shape: tuple[int, int]) -> Mask:
     return rings
 
 
+def lens_insides(points: Points, shape: tuple[int, int]) -> Mask:
+    """1 inside each lens, ``LENS_INSIDE`` short of the band along its edge (``lens_rings``): the skin seen
+    through the lens, where no frame, nor a lens's bevelled edge, runs; 0 elsewhere."""
+    insides = np.zeros(shape, dtype=np.float32)
+    edges = np.zeros(shape, dtype=np.float32)
+    for corners in EYE_CORNERS:
+        polygon = np.round(lens_polygon(points, corners)).astype(np.int32)
+        cv2.fillConvexPoly(insides, polygon, 1.0)
+        thickness = max(1, round(2 * (RIM_BAND + LENS_INSIDE) * eye_frame(points, corners)[2]))
+        cv2.polylines(edges, [polygon], True, 1.0, thickness)
+    return np.asarray(insides * (1.0 - edges), dtype=np.float32)
+
+
+def lens_glints(image: Frame, points: Points) -> Mask:
+    """1 on small near-white spots (a top-hat of the lightness, half a frame's width, at least ``GLINT``, and
+    at least ``GLINT_LIGHTNESS`` light), grown by a pixel: a lens's reflections, not the skin's lighter
+    creases between wrinkles."""
+    lightness = cv2.cvtColor(image, cv2.COLOR_BGR2LAB)[..., 0]
+    kernel = max(3, int(face_size(points) * LINE_WIDTH / 2)) | 1
+    element = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (kernel, kernel))
+    raised = cv2.morphologyEx(lightness, cv2.MORPH_TOPHAT, element) >= GLINT
+    light = np.asarray(raised & (lightness >= GLINT_LIGHTNESS), dtype=np.uint8)
+    return np.asarray(cv2.dilate(light, np.ones((3, 3), np.uint8)), dtype=np.float32)
+
+
+def with_borrowed_texture(image: Frame, points: Points, share: Mask, skin: Mask) -> Frame:
+    """``image`` (the source photo with its frames painted out, ``share``: how much of each pixel, 0..1) with
+    the painted fill given the fine lightness detail (``TEXTURE_SIGMA``) of the face's own skin
+    ``TEXTURE_SHIFT`` further from the eyes' line (below it under the line, above it over the line; twice
+    as far where that is painted too): an older face's wrinkles round the eyes, not a flat pale band. Only
+    skin (``skin``, 0..1) that was not painted and is not the eyes lends its detail; lightness only."""
+    size = face_size(points)
+    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    detail = grey - cv2.GaussianBlur(grey, (0, 0), max(1.0, TEXTURE_SIGMA * size))
+    lends = (skin > 0.5) & (share < 0.01) & (kept_eyes(points, share.shape) == 0)
+    usable = cv2.GaussianBlur(lends.astype(np.float32), (0, 0), 1.0)
+    eyes = points[[corner for pair in EYE_CORNERS for corner in pair]].astype(np.float32).mean(axis=0)
+    up = eyes - points[list(MOUTH_CORNERS)].astype(np.float32).mean(axis=0)
+    up = up / (float(np.linalg.norm(up)) or 1.0)
+    ys, xs = np.mgrid[0 : share.shape[0], 0 : share.shape[1]].astype(np.float32)
+    away = np.where((xs - eyes[0]) * up[0] + (ys - eyes[1]) * up[1] >= 0.0, 1.0, -1.0).astype(np.float32)
+    borrowed, found = np.zeros_like(detail), np.zeros_like(detail)
+    for steps in (1, 2):
+        reach = away * (steps * TEXTURE_SHIFT * size)
+        map_x, map_y = xs + reach * up[0], ys + reach * up[1]
+        lent = cv2.remap(detail * usable, map_x, map_y, cv2.INTER_LINEAR, borderValue=0)
+        there = cv2.remap(usable, map_x, map_y, cv2.INTER_LINEAR, borderValue=0)
+        borrowed += (1.0 - found) * lent
+        found += (1.0 - found) * there
+    added = borrowed * share
+    result = image.astype(np.float32) + cv2.merge([added, added, added])
+    return np.asarray(np.clip(result + 0.5, 0, 255), dtype=np.uint8)
+
+
 def without_remnants(image: Frame, points: Points, lines: Mask) -> Frame:
     """``image`` (the source photo with its frames, ``lines``, painted out) with what is left of its rims
     just past the painting (``edge_remnants``) closed over: each such thin dark line takes the lightness of
@@ -303,6 +375,10 @@ def frame_lines(image: Frame, points: Points, skin: Mask) -> Mask:
     shape = image.shape[:2]
     zone, kept, _ = glasses_zones(points, shape)
     rings = lens_rings(points, shape)
+    # seen through a lens is skin: its creases (an older face's) are not frames; its glints are the lens's
+    insides = lens_insides(points, shape)
+    zone = zone * (1.0 - insides)
     lines = np.maximum(zone * dilated_lines(image, points), rings * (1.0 - skin))
+    lines = np.maximum(lines, insides * lens_glints(image, points))
     lines = np.maximum(lines, rim_highlights(image, points, rings, kept))
     return np.asarray(np.maximum(lines * (1.0 - kept), frames_over_brows(image, points)), dtype=np.float32)
