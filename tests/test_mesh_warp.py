@@ -25,6 +25,7 @@ from facefusion_ui.processors.mesh_warp import (
     TURNED_SOURCE,
     TURNED_TARGET,
     WarpSource,
+    colour_channels,
     face_outline,
     far_side,
     mesh_triangles,
@@ -180,6 +181,13 @@ def test_a_wide_blur_at_half_size_matches_the_full_size_blur(kernel: int) -> Non
     assert float(np.abs(wide - full).max()) < 0.02
     # far from the outline it stays exactly what the mask is: nothing leaks out, the inside stays whole
     assert float(wide[:10, :10].max()) == 0.0 and abs(float(wide[350, 300]) - 1.0) < 1e-5
+
+
+def test_colour_channels_are_the_a_and_b_planes_in_one_contiguous_array() -> None:
+    lab = np.random.default_rng(0).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    colour = colour_channels(lab)
+    assert colour.flags.c_contiguous and colour.dtype == np.uint8
+    assert np.array_equal(colour, lab[..., 1:])
 
 
 def eye_contour(centre: tuple[float, float], width: float, height: float) -> np.ndarray:
