@@ -14,7 +14,15 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, lid_band, opening_ratio
+from facefusion_ui.processors.eye_lids import (
+    LOOK_CLOSER,
+    SHUT,
+    chroma,
+    lid_band,
+    median_of,
+    opening_ratio,
+    percentile_of,
+)
 from facefusion_ui.processors.mesh_warp import (
     FACE_OVAL,
     FEATURES,
@@ -188,6 +196,19 @@ def test_colour_channels_are_the_a_and_b_planes_in_one_contiguous_array() -> Non
     colour = colour_channels(lab)
     assert colour.flags.c_contiguous and colour.dtype == np.uint8
     assert np.array_equal(colour, lab[..., 1:])
+
+
+def test_the_eye_tests_figures_are_numpys_median_and_percentile_to_the_bit() -> None:
+    rng = np.random.default_rng(1)
+    for count in [1, 2, 3, 4, 5, 11, 12, 97, 1000, 4097]:
+        for low, high in ((0, 256), (40, 60), (100, 102)):
+            values = rng.integers(low, high, count, dtype=np.uint8)
+            as_float = values.astype(np.float32)
+            assert median_of(values) == float(np.median(as_float))
+            for percent in (1, 10, 33, 50, 90, 99):
+                assert percentile_of(values, percent) == float(np.percentile(as_float, percent))
+            colour = chroma(rng.integers(0, 256, (count, 3), dtype=np.uint8))
+            assert median_of(colour) == float(np.median(colour))
 
 
 def eye_contour(centre: tuple[float, float], width: float, height: float) -> np.ndarray:

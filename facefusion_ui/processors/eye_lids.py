@@ -18,6 +18,8 @@ white is brighter and paler than that skin; in a cast-down one only lid (skin) a
 
 from __future__ import annotations
 
+import math
+
 import cv2
 import numpy as np
 
@@ -67,9 +69,8 @@ def iris_shows(image: Frame, contour: Points, centre: Points, radius: float) -> 
     if x2 - x1 < 2 or y2 - y1 < 2:
         return True
     crop = cv2.resize(image[y1:y2, x1:x2], None, fx=UPSCALE, fy=UPSCALE, interpolation=cv2.INTER_LINEAR)
-    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB)
     offset = np.array([x1, y1], dtype=np.float32)
-    eye, disc, near = (np.zeros(lab.shape[:2], dtype=np.uint8) for _ in range(3))
+    eye, disc, near = (np.zeros(crop.shape[:2], dtype=np.uint8) for _ in range(3))
     cv2.fillPoly(eye, [np.round((contour - offset) * UPSCALE).astype(np.int32)], 1)
     at = tuple(int(v) for v in np.round((centre - offset) * UPSCALE))
     cv2.circle(disc, at, max(1, round(radius * UPSCALE)), 1, -1)
@@ -77,14 +78,39 @@ def iris_shows(image: Frame, contour: Points, centre: Points, radius: float) -> 
     iris, skin, white = (eye & disc) > 0, (near & (1 - eye)) > 0, (eye & (1 - disc)) > 0
     if np.count_nonzero(iris) < 4 or np.count_nonzero(skin) < 4 or np.count_nonzero(white) < 4:
         return True
-    # read only where each test looks (as float32, as a whole-crop conversion gave them): the same figures
-    lightness = lab[..., 0]
-    skin_lightness = float(np.median(lightness[skin].astype(np.float32)))
-    if float(np.percentile(lightness[iris].astype(np.float32), 10)) < IRIS_DARK * skin_lightness:
+    # read only where each test looks: the same figures as numpy's median and percentile of them as float32
+    lab = cv2.cvtColor(crop, cv2.COLOR_BGR2LAB)
+    lightness = cv2.extractChannel(lab, 0)
+    skin_lightness = median_of(lightness[skin])
+    if percentile_of(lightness[iris], 10) < IRIS_DARK * skin_lightness:
         return True
-    brighter = float(np.percentile(lightness[eye > 0].astype(np.float32), 90)) / max(skin_lightness, 1.0)
-    coloured = float(np.median(chroma(lab[white]))) / max(float(np.median(chroma(lab[skin]))), 1.0)
+    brighter = percentile_of(lightness[eye > 0], 90) / max(skin_lightness, 1.0)
+    coloured = median_of(chroma(lab[white])) / max(median_of(chroma(lab[skin])), 1.0)
     return brighter - coloured > WHITE_SHOWS
+
+
+def median_of(values: np.ndarray) -> float:
+    """``np.median`` of ``values`` (uint8 or float32, one dimension) as float32, the same figure (the mean of
+    the two middle values in float32), without its overhead (a tenth of a millisecond a call)."""
+    count = len(values)
+    middle = np.partition(values, [(count - 1) // 2, count // 2])
+    return float((np.float32(middle[(count - 1) // 2]) + np.float32(middle[count // 2])) / np.float32(2.0))
+
+
+def percentile_of(values: np.ndarray, percent: int) -> float:
+    """``np.percentile`` (linear) of ``values`` (uint8, one dimension) as float32, the same figure: numpy's
+    interpolation between the two nearest ranks done in float32 as numpy does it for an ``int`` percent."""
+    count = len(values)
+    index = (count - 1) * (percent / 100)
+    lower = min(math.floor(index), count - 1)
+    upper = min(lower + 1, count - 1)
+    ranked = np.partition(values, [lower, upper])
+    low, high = np.float32(ranked[lower]), np.float32(ranked[upper])
+    if index >= count - 1:
+        return float(high)
+    gamma = index - lower
+    step = high - low
+    return float(high - step * (1 - gamma) if gamma >= 0.5 else low + step * gamma)
 
 
 def chroma(lab: np.ndarray) -> np.ndarray:
