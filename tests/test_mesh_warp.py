@@ -33,8 +33,10 @@ from facefusion_ui.processors.mesh_warp import (
     TURNED_SOURCE,
     TURNED_TARGET,
     WarpSource,
+    closing_triangles,
     colour_channels,
     face_outline,
+    fan,
     far_side,
     mesh_triangles,
     mesh_warp_swap,
@@ -48,6 +50,7 @@ from facefusion_ui.processors.mesh_warp import (
     transfer_colour,
     triangle_affines,
     wide_blur,
+    with_iris_discs,
 )
 from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at, with_lifted_shadows
 from facefusion_ui.processors.source_detail import FLAT_DETAIL, sharpened
@@ -109,6 +112,19 @@ def test_a_triangles_affine_map_takes_its_corners_onto_the_sources() -> None:
     assert affine.shape == (500, 3, 2)
     np.testing.assert_allclose(affine, np.linalg.solve(corners, source), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(corners @ affine, source, atol=1e-8)
+
+
+def test_what_the_swap_reads_of_the_topology_and_the_source_is_made_once(astronaut_mesh: FaceMesh) -> None:
+    for index in range(len(opening_contours())):
+        assert closing_triangles(index, False) is closing_triangles(index, False)
+        assert not closing_triangles(index, False).flags.writeable
+    assert np.array_equal(closing_triangles(0, False), fan(opening_contours()[0]))
+    # an eye closed round its iris: its disc fanned from the centre, then the ring out to the contour
+    assert len(closing_triangles(0, True)) == 3 * len(opening_contours()[0])
+    image = np.zeros((8, 8, 3), dtype=np.uint8)
+    source = WarpSource(image, astronaut_mesh, np.zeros((8, 8), dtype=np.float32))
+    assert source.disc_points is source.disc_points
+    assert np.array_equal(source.disc_points, with_iris_discs(astronaut_mesh.points))
 
 
 def test_trust_keeps_the_features_and_skin_but_not_hair(astronaut_mesh: FaceMesh) -> None:

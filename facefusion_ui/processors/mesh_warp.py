@@ -413,11 +413,25 @@ def opening_fan(target_points: Points, source_points: Points, index: int, contou
     if index < len(IRISES) and min(len(target_points), len(source_points)) > IRIS_POINTS:
         centre = IRISES[index][0]
         if iris_inside(target_points, centre, contour) and iris_inside(source_points, centre, contour):
-            disc = np.arange(disc_start(index), disc_start(index) + len(contour))
-            return iris_fan(centre, disc, contour)
-    if index == len(IRISES):
-        return ladder(contour, MOUTH_CORNER)
-    return fan(contour)
+            return closing_triangles(index, round_iris=True)
+    return closing_triangles(index, round_iris=False)
+
+
+@functools.cache
+def closing_triangles(index: int, round_iris: bool) -> np.ndarray:
+    """The triangles ``opening_fan`` closes opening ``index`` (of ``opening_contours``) with: round its iris
+    (an eye), rung by rung (the mouth) or fanned from its corner. Made once: they depend on the mesh's
+    topology alone (read-only, shared)."""
+    contour = opening_contours()[index]
+    if round_iris:
+        disc = np.arange(disc_start(index), disc_start(index) + len(contour))
+        triangles = iris_fan(IRISES[index][0], disc, contour)
+    elif index == len(IRISES):
+        triangles = ladder(contour, MOUTH_CORNER)
+    else:
+        triangles = fan(contour)
+    triangles.setflags(write=False)
+    return triangles
 
 
 def openings_to_draw(target_points: Points, source_points: Points) -> list[np.ndarray]:
@@ -901,6 +915,12 @@ class WarpSource:
         frontal; worked out once (the swap asks for it on every face)."""
         return far_side(self.mesh.points, TURNED_SOURCE)
 
+    @functools.cached_property
+    def disc_points(self) -> Points:
+        """Its mesh's points with the iris discs (``with_iris_discs``), worked out once (the swap reads them for
+        every face)."""
+        return with_iris_discs(self.mesh.points)
+
     @property
     def turned(self) -> bool:
         """Whether the face is turned (``TURNED_SOURCE``): it is then worth a mirror image."""
@@ -1023,7 +1043,7 @@ def drawn_swap(
     source = source.at_size(float(max(np.ptp(target.points[:MESH_POINTS], axis=0))))
     shaped = with_iris_discs(morph_toward_source(target.points, source.mesh.points))
     depth = with_disc_depth(target.depth)
-    source_points = with_iris_discs(source.mesh.points)
+    source_points = source.disc_points
     triangles = np.concatenate([mesh_triangles(), *openings_to_draw(shaped, source_points)])
     map_x, map_y, covered = render_maps(shaped, depth, source_points, region, triangles)
     warped = cv2.remap(source.image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
