@@ -260,18 +260,25 @@ def mirror_index() -> np.ndarray:
 
 def summed_at(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """``values`` (n, k) summed into ``size`` float32 rows at ``index`` (n): ``np.add.at`` into zeros, the
-    same sums in the same order (a row's values added one by one, first to last), a few times faster. The
-    values are added rank by rank: first every row's first value, then every row's second, and so on, so
-    within one step no row is indexed twice."""
+    same sums in the same order (a row's values added one by one, first to last), several times faster.
+    The values are laid out row by row (each row's values in their order, padded with zeros, which add
+    nothing), and added column by column into zeros: first every row's first value, then every row's
+    second, and so on."""
+    total = np.zeros((size, values.shape[1]), dtype=np.float32)
+    if len(index) == 0:
+        return total
     order = np.argsort(index, kind="stable")
     ordered = index[order]
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    rank = np.empty(len(index), dtype=np.intp)
-    rank[order] = np.arange(len(index)) - np.repeat(starts, np.diff(np.append(starts, len(index))))
-    total = np.zeros((size, values.shape[1]), dtype=np.float32)
-    for step in range(int(rank.max(initial=-1)) + 1):
-        chosen = rank == step
-        total[index[chosen]] += values[chosen]
+    first = np.concatenate([[True], ordered[1:] != ordered[:-1]])
+    starts = np.flatnonzero(first)
+    row = np.cumsum(first) - 1
+    rank = np.arange(len(index)) - starts[row]
+    padded = np.zeros((len(starts), int(rank.max()) + 1, values.shape[1]), dtype=values.dtype)
+    padded[row, rank] = values[order]
+    sums = np.zeros((len(starts), values.shape[1]), dtype=np.float32)
+    for step in range(padded.shape[1]):
+        sums += padded[:, step]
+    total[ordered[starts]] = sums
     return total
 
 
