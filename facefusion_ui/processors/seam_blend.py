@@ -79,7 +79,7 @@ def multiband_blend(target: Frame, warped: Frame, weight: Mask) -> Frame:
     # in float32 from the start, in one pass each (the same figures as converting first: the values are whole)
     difference = cv2.subtract(warped, target, dtype=cv2.CV_32F)
     levels = pyramid_levels(height, width)
-    masks = [three_channels(mask) for mask in gaussian_pyramid(weight.astype(np.float32), levels)]
+    masks = [three_channels(mask) for mask in gaussian_pyramid(weight.astype(np.float32, copy=False), levels)]
     bands = filled_laplacian(difference, masks)
     for band, mask in zip(bands, masks, strict=True):
         band *= mask

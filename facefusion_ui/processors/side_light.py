@@ -267,7 +267,9 @@ def summed_at(index: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     total = np.zeros((size, values.shape[1]), dtype=np.float32)
     if len(index) == 0:
         return total
-    order = np.argsort(index, kind="stable")
+    # a stable sort is one order whatever the algorithm: on 16-bit keys numpy's radix sort, a few times faster
+    keys = index.astype(np.uint16) if size <= 1 << 16 else index
+    order = np.argsort(keys, kind="stable")
     ordered = index[order]
     first = np.concatenate([[True], ordered[1:] != ordered[:-1]])
     starts = np.flatnonzero(first)
@@ -336,7 +338,7 @@ class ShrunkGrid:
     def small(self, values: np.ndarray) -> np.ndarray:
         """``values`` area-averaged onto the grid, as float32."""
         return np.asarray(
-            cv2.resize(values.astype(np.float32), self.size, interpolation=cv2.INTER_AREA), dtype=np.float32
+            cv2.resize(values.astype(np.float32, copy=False), self.size, interpolation=cv2.INTER_AREA), dtype=np.float32
         )
 
 
@@ -359,7 +361,7 @@ def with_target_side_light(
 
     def half_difference(values: np.ndarray) -> np.ndarray:
         # shrunk reading only the face's pixels: nothing from beside it comes in at its edge
-        own = small(values.astype(np.float32) * face) / np.maximum(inside, 1e-3)
+        own = small(cv2.multiply(values, face, dtype=cv2.CV_32F)) / np.maximum(inside, 1e-3)
         broad = masked_blur(own, inside, sigma)
         mirrored = cv2.remap(broad, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         return np.asarray((broad - mirrored) / 2.0, dtype=np.float32)
