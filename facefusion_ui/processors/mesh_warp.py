@@ -499,13 +499,9 @@ def render_maps(
         fill(owner, polygon, index, cv2.LINE_8, 4)
     xs = np.arange(x1, x2, dtype=np.float32)[None, :]
     ys = np.arange(y1, y2, dtype=np.float32)[:, None]
-    coefficients = affine.astype(np.float32)
-    maps = [
-        np.take(np.ascontiguousarray(coefficients[:, 0, axis]), owner) * xs
-        + np.take(np.ascontiguousarray(coefficients[:, 1, axis]), owner) * ys
-        + np.take(np.ascontiguousarray(coefficients[:, 2, axis]), owner)
-        for axis in (0, 1)
-    ]
+    # each pixel's six coefficients in one read: planes (term, axis), each contiguous
+    planes = np.take(affine.astype(np.float32).reshape(-1, 6).T, owner.astype(np.intp), axis=1)
+    maps = [planes[axis] * xs + planes[2 + axis] * ys + planes[4 + axis] for axis in (0, 1)]
     return maps[0], maps[1], owner < len(triangles)
 
 
@@ -563,16 +559,16 @@ def face_outline(points: Points) -> Points:
 def oval_mask(target_points: Points, region: tuple[int, int, int, int], blur: float) -> Mask:
     """The face outline filled, pulled in from its edge and feathered (``blur`` 0..1 sets the fade)."""
     x1, y1, x2, y2 = region
-    mask = np.zeros((y2 - y1, x2 - x1), dtype=np.float32)
+    filled = np.zeros((y2 - y1, x2 - x1), dtype=np.uint8)  # 0 or 1: filled and eroded as bytes
     outline = face_outline(target_points) - np.array([x1, y1], dtype=np.float32)
     hull = cv2.convexHull(outline.astype(np.float32)).astype(np.int32)
-    cv2.fillConvexPoly(mask, hull, 1.0)
+    cv2.fillConvexPoly(filled, hull, 1)
     face_size = float(max(outline.max(axis=0) - outline.min(axis=0)))
     inset = max(1, int(face_size * 0.03))
-    mask = np.asarray(cv2.erode(mask, np.ones((inset * 2 + 1, inset * 2 + 1), np.uint8)), dtype=np.float32)
+    mask = cv2.erode(filled, np.ones((inset * 2 + 1, inset * 2 + 1), np.uint8)).astype(np.float32)
     fade = max(1, int(face_size * FADE * max(blur, 0.05) / 0.3))
     kernel = fade * 2 + 1
-    blurred: Mask = wide_blur(mask, kernel) * mask.clip(0, 1)
+    blurred: Mask = wide_blur(mask, kernel) * mask
     return wide_blur(blurred, kernel)
 
 
