@@ -20,8 +20,10 @@ from facefusion_ui.processors.eye_lids import (
     chroma,
     lid_band,
     median_of,
+    median_of_counts,
     opening_ratio,
-    percentile_of,
+    percentile_of_counts,
+    value_counts,
 )
 from facefusion_ui.processors.mesh_warp import (
     FACE_OVAL,
@@ -229,11 +231,14 @@ def test_the_eye_tests_figures_are_numpys_median_and_percentile_to_the_bit() -> 
     rng = np.random.default_rng(1)
     for count in [1, 2, 3, 4, 5, 11, 12, 97, 1000, 4097]:
         for low, high in ((0, 256), (40, 60), (100, 102)):
-            values = rng.integers(low, high, count, dtype=np.uint8)
-            as_float = values.astype(np.float32)
-            assert median_of(values) == float(np.median(as_float))
+            plane = rng.integers(low, high, (1, count), dtype=np.uint8)
+            parts = rng.integers(0, 3, (1, count), dtype=np.uint8)
+            parts[0, 0] = 2
+            counts = value_counts(plane, parts, 3)[2]
+            inside = plane[parts == 2].astype(np.float32)
+            assert median_of_counts(counts) == float(np.median(inside))
             for percent in (1, 10, 33, 50, 90, 99):
-                assert percentile_of(values, percent) == float(np.percentile(as_float, percent))
+                assert percentile_of_counts(counts, percent) == float(np.percentile(inside, percent))
             colour = chroma(rng.integers(0, 256, (count, 3), dtype=np.uint8))
             assert median_of(colour) == float(np.median(colour))
 
