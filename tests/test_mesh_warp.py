@@ -14,7 +14,17 @@ import pytest
 from facefusion_ui.faces.analyser import FaceAnalyser
 from facefusion_ui.faces.face import FaceMesh
 from facefusion_ui.faces.runtime import ModelRuntime
-from facefusion_ui.processors.eye_lids import LOOK_CLOSER, SHUT, lid_band, opening_ratio
+from facefusion_ui.processors.eye_lids import (
+    LOOK_CLOSER,
+    SHUT,
+    chroma,
+    lid_band,
+    median_of,
+    median_of_counts,
+    opening_ratio,
+    percentile_of_counts,
+    value_counts,
+)
 from facefusion_ui.processors.mesh_warp import (
     FACE_OVAL,
     FEATURES,
@@ -25,7 +35,10 @@ from facefusion_ui.processors.mesh_warp import (
     TURNED_SOURCE,
     TURNED_TARGET,
     WarpSource,
+    closing_triangles,
+    colour_channels,
     face_outline,
+    fan,
     far_side,
     mesh_triangles,
     mesh_warp_swap,
@@ -37,7 +50,9 @@ from facefusion_ui.processors.mesh_warp import (
     render_maps,
     source_trust,
     transfer_colour,
+    triangle_affines,
     wide_blur,
+    with_iris_discs,
 )
 from facefusion_ui.processors.side_light import MESH_POINTS, mirror_index, summed_at, with_lifted_shadows
 from facefusion_ui.processors.source_detail import FLAT_DETAIL, sharpened
@@ -89,6 +104,29 @@ def test_nearer_triangle_wins_and_folded_ones_are_not_drawn() -> None:
     map_x, map_y, covered = render_maps(target, second_nearer, source, region, triangles)
     assert covered[10, 10] and (map_x[10, 10], map_y[10, 10]) == pytest.approx((105, 5), abs=1e-3)
     assert not covered[70:95, 2:30].any(), "the mirrored triangle was drawn"
+
+
+def test_a_triangles_affine_map_takes_its_corners_onto_the_sources() -> None:
+    rng = np.random.default_rng(2)
+    target, source = rng.uniform(0, 300, (500, 3, 2)), rng.uniform(0, 300, (500, 3, 2))
+    corners = np.concatenate([target, np.ones((500, 3, 1))], axis=2)
+    affine = triangle_affines(target, source)
+    assert affine.shape == (500, 3, 2)
+    np.testing.assert_allclose(affine, np.linalg.solve(corners, source), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(corners @ affine, source, atol=1e-8)
+
+
+def test_what_the_swap_reads_of_the_topology_and_the_source_is_made_once(astronaut_mesh: FaceMesh) -> None:
+    for index in range(len(opening_contours())):
+        assert closing_triangles(index, False) is closing_triangles(index, False)
+        assert not closing_triangles(index, False).flags.writeable
+    assert np.array_equal(closing_triangles(0, False), fan(opening_contours()[0]))
+    # an eye closed round its iris: its disc fanned from the centre, then the ring out to the contour
+    assert len(closing_triangles(0, True)) == 3 * len(opening_contours()[0])
+    image = np.zeros((8, 8, 3), dtype=np.uint8)
+    source = WarpSource(image, astronaut_mesh, np.zeros((8, 8), dtype=np.float32))
+    assert source.disc_points is source.disc_points
+    assert np.array_equal(source.disc_points, with_iris_discs(astronaut_mesh.points))
 
 
 def test_trust_keeps_the_features_and_skin_but_not_hair(astronaut_mesh: FaceMesh) -> None:
@@ -180,6 +218,29 @@ def test_a_wide_blur_at_half_size_matches_the_full_size_blur(kernel: int) -> Non
     assert float(np.abs(wide - full).max()) < 0.02
     # far from the outline it stays exactly what the mask is: nothing leaks out, the inside stays whole
     assert float(wide[:10, :10].max()) == 0.0 and abs(float(wide[350, 300]) - 1.0) < 1e-5
+
+
+def test_colour_channels_are_the_a_and_b_planes_in_one_contiguous_array() -> None:
+    lab = np.random.default_rng(0).integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    colour = colour_channels(lab)
+    assert colour.flags.c_contiguous and colour.dtype == np.uint8
+    assert np.array_equal(colour, lab[..., 1:])
+
+
+def test_the_eye_tests_figures_are_numpys_median_and_percentile_to_the_bit() -> None:
+    rng = np.random.default_rng(1)
+    for count in [1, 2, 3, 4, 5, 11, 12, 97, 1000, 4097]:
+        for low, high in ((0, 256), (40, 60), (100, 102)):
+            plane = rng.integers(low, high, (1, count), dtype=np.uint8)
+            parts = rng.integers(0, 3, (1, count), dtype=np.uint8)
+            parts[0, 0] = 2
+            counts = value_counts(plane, parts, 3)[2]
+            inside = plane[parts == 2].astype(np.float32)
+            assert median_of_counts(counts) == float(np.median(inside))
+            for percent in (1, 10, 33, 50, 90, 99):
+                assert percentile_of_counts(counts, percent) == float(np.percentile(inside, percent))
+            colour = chroma(rng.integers(0, 256, (count, 3), dtype=np.uint8))
+            assert median_of(colour) == float(np.median(colour))
 
 
 def eye_contour(centre: tuple[float, float], width: float, height: float) -> np.ndarray:

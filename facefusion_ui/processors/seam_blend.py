@@ -76,11 +76,10 @@ def collapse(pyramid: list[np.ndarray]) -> np.ndarray:
 def multiband_blend(target: Frame, warped: Frame, weight: Mask) -> Frame:
     """``target`` with ``warped`` blended in by ``weight`` (0..1, same height and width), multi-band."""
     height, width = weight.shape
-    base = target.astype(np.float32)
-    difference = warped.astype(np.float32)
-    difference -= base
+    # in float32 from the start, in one pass each (the same figures as converting first: the values are whole)
+    difference = cv2.subtract(warped, target, dtype=cv2.CV_32F)
     levels = pyramid_levels(height, width)
-    masks = [three_channels(mask) for mask in gaussian_pyramid(weight.astype(np.float32), levels)]
+    masks = [three_channels(mask) for mask in gaussian_pyramid(weight.astype(np.float32, copy=False), levels)]
     bands = filled_laplacian(difference, masks)
     for band, mask in zip(bands, masks, strict=True):
         band *= mask
@@ -92,7 +91,7 @@ def multiband_blend(target: Frame, warped: Frame, weight: Mask) -> Frame:
     change *= three_channels(low * (1.0 - high))
     difference *= three_channels(high)
     change += difference
-    change += base
+    change = np.asarray(cv2.add(change, target, dtype=cv2.CV_32F), dtype=np.float32)
     change += 0.5
     return np.asarray(np.clip(change, 0, 255, out=change), dtype=np.uint8)
 

@@ -249,16 +249,16 @@ def with_target_detail(warped: Frame, target: Frame, painted: Mask, face_width: 
     if not painted.any():
         return warped
     x, y, w, h = cv2.boundingRect(np.asarray(painted > 0.01, dtype=np.uint8))
-    grey = cv2.cvtColor(target, cv2.COLOR_BGR2GRAY).astype(np.float32)
     sigma = max(1.0, DETAIL_SIGMA * face_width)
     margin = int(3 * sigma) + 1
     y1, y2, x1, x2 = (
         max(y - margin, 0),
-        min(y + h + margin, grey.shape[0]),
+        min(y + h + margin, target.shape[0]),
         max(x - margin, 0),
-        min(x + w + margin, grey.shape[1]),
+        min(x + w + margin, target.shape[1]),
     )
-    patch = grey[y1:y2, x1:x2]
+    # only the patch read is converted (pixel by pixel: the same values)
+    patch = cv2.cvtColor(target[y1:y2, x1:x2], cv2.COLOR_BGR2GRAY).astype(np.float32)
     detail = (patch - cv2.GaussianBlur(patch, (0, 0), sigma))[y - y1 : y - y1 + h, x - x1 : x - x1 + w]
     added = detail * painted[y : y + h, x : x + w]
     result: Frame = warped.copy()
