@@ -147,3 +147,15 @@ class FaultyStages:
     def apply(self, frame: Any, analysis: Any, index: int, timestamp: float) -> Any:
         self.injection.check(index)
         return self.stages.apply(frame, analysis, index, timestamp)
+
+    def frame_region(self, analysis: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
+        """The stages' own (``RegionalStages``): a run with a fault swaps the same pixels as one without."""
+        from facefusion_ui.video.stream import RegionalStages  # here: the command line imports this module
+
+        if not isinstance(self.stages, RegionalStages):
+            return None
+        return self.stages.frame_region(analysis, width, height)
+
+    def apply_within(self, crop: Any, analysis: Any, origin: tuple[int, int], index: int, timestamp: float) -> Any:
+        self.injection.check(index)
+        return self.stages.apply_within(crop, analysis, origin, index, timestamp)
