@@ -282,11 +282,10 @@ class PeopleScan:
             detections = schedule.detect_whole(pipeline.analyser.search_view(image, pipeline.settings))
             schedule.stats.frames_full += 1
         result = pipeline.analyse_faces(image, self.analysed, timestamp, detections, ())
-        frame = image.bgr()
         self.analysed += 1
         pipeline.stats.frames += 1
         if result.faces:
-            self.collector.add(index, frame[: self.height, : self.width], result)
+            self.collector.add(index, image.bgr()[: self.height, : self.width], result)
         identities = frozenset(identity for identity in result.track_ids if identity is not None)
         return Seen(identities, tuple(face.bbox for face in result.faces))
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from facefusion_ui.errors import InputError
 from facefusion_ui.faces.face import Face, FaceMesh
-from facefusion_ui.faces.landmarker import ROI_SPARE, face_mesh, face_mesh_at, mesh_roi, roi_bounds
+from facefusion_ui.faces.landmarker import face_mesh, face_mesh_at, mesh_roi, roi_bounds
 from facefusion_ui.faces.runtime import ModelRuntime
 from facefusion_ui.faces.source import SourceIdentity
 from facefusion_ui.processors.base import missing_models
@@ -50,20 +50,13 @@ class MeshWarpSwapper(Swapper[WarpSource]):
 
     def frame_region(self, face: Face, width: int, height: int) -> tuple[int, int, int, int] | None:
         """What the swap of ``face`` reads and writes (``RegionalProcessor``): the square its irises are read
-        in (``warp_mesh``: turned with the head, ``roi_bounds``), which holds the mesh and so the region
-        blended (``mesh_warp.region_of``). None when the mesh is found here (no mesh from the analysis:
-        found round the box) or a mask other than the box may read further (the occluder's crop)."""
+        in (``warp_mesh``: turned with the head, ``roi_bounds``). It holds the mesh (its inscribed circle,
+        three quarters of the mesh's longer side from its box's centre, reaches past the box's corners) and
+        so the region blended (``mesh_warp.region_of``). None when the mesh is found here (no mesh from the
+        analysis: found round the box) or a mask other than the box may read further (the occluder's crop)."""
         if face.mesh is None or tuple(self.settings.face_mask_types) != ("box",) or self.settings.mouth_mask:
             return None
-        points = face.mesh.points
-        x1, y1, x2, y2 = roi_bounds(mesh_roi(points), width, height)
-        (low_x, low_y), (high_x, high_y) = np.floor(points.min(axis=0)), np.ceil(points.max(axis=0))
-        return (
-            max(min(x1, int(low_x) - ROI_SPARE), 0),
-            max(min(y1, int(low_y) - ROI_SPARE), 0),
-            min(max(x2, int(high_x) + ROI_SPARE), width),
-            min(max(y2, int(high_y) + ROI_SPARE), height),
-        )
+        return roi_bounds(mesh_roi(face.mesh.points), width, height)
 
     def prepare_source(self, sources: SourceIdentity) -> WarpSource:
         """One photo is copied: the most frontal source face."""
